@@ -1,0 +1,1 @@
+"""Isolated evaluation of candidates: runner (caller side) → referee (trusted) → contestant."""

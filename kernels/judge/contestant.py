@@ -1,0 +1,263 @@
+"""The contestant process: the only process where candidate code runs.
+
+Nothing this process says is taken on trust. The referee regenerates every checked input itself
+and checks exported outputs in its own process; it brackets every timed window with its own clock,
+so a patched timer, work moved to a side stream, or work deferred past the window shows up as
+time the events did not account for. The checks made here (aliasing, input mutation, output
+structure) give clear messages to honest candidates; defeating them gains a cheater nothing.
+
+Run as `python -m kernels.judge.contestant CMD_FD REPLY_FD`.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+from kernels.generators import generate_input
+from kernels.judge.protocol import LineReader, decode, encode, write_all
+from kernels.suites import Spec
+from kernels.timing import L2_FLUSH_BYTES
+
+# Captured before any candidate code is imported, so rebinding these names later changes nothing
+# here; deeper patches are caught by the referee's own clock.
+_perf_counter_ns = time.perf_counter_ns
+_cuda_synchronize = torch.cuda.synchronize
+_CudaEvent = torch.cuda.Event
+_event_record = torch.cuda.Event.record
+_event_elapsed_ms = torch.cuda.Event.elapsed_time
+_tensor_clone = torch.Tensor.clone
+_tensor_equal = torch.equal
+
+MAX_TRACEBACK_CHARS = 8000
+
+Kernel = Callable[[torch.Tensor], object]
+
+
+class DeviceClock:
+    """Times a window on the device: CUDA events, or a monotonic clock after synchronising."""
+
+    def __init__(self, device: torch.device) -> None:
+        self._cuda = device.type == "cuda"
+
+    def synchronize(self) -> None:
+        if self._cuda:
+            _cuda_synchronize()
+
+    def time_ns(self, body: Callable[[], None]) -> int:
+        self.synchronize()
+        if not self._cuda:
+            start = _perf_counter_ns()
+            body()
+            return _perf_counter_ns() - start
+        start_event = _CudaEvent(enable_timing=True)
+        end_event = _CudaEvent(enable_timing=True)
+        _event_record(start_event)
+        body()
+        _event_record(end_event)
+        _cuda_synchronize()
+        return int(_event_elapsed_ms(start_event, end_event) * 1e6)
+
+
+def _calibration_kernel(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Does no work: timing it measures the harness's own overhead."""
+    return a, a[:, 0]
+
+
+class Contestant:
+    """Holds one repetition's inputs and outputs and answers the referee's commands."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.device = device
+        self.clock = DeviceClock(device)
+        self.kernel: Kernel | None = None
+        self.originals: list[torch.Tensor] = []
+        self.inputs: list[torch.Tensor] = []
+        self.outputs: list[object] = []
+        self._flush = (
+            torch.empty(L2_FLUSH_BYTES, dtype=torch.int8, device=device)
+            if device.type == "cuda"
+            else None
+        )
+
+    def hello(self, _: dict) -> dict:
+        return {"ok": True, "pid": os.getpid(), "device": str(self.device)}
+
+    def load(self, message: dict) -> dict:
+        path = Path(message["path"])
+        spec = importlib.util.spec_from_file_location("submission", path)
+        if spec is None or spec.loader is None:
+            return {"ok": False, "kind": "error", "error": f"cannot import {path}"}
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["submission"] = module
+        sys.path.insert(0, str(path.parent))
+        spec.loader.exec_module(module)
+        kernel = getattr(module, "custom_kernel", None)
+        if not callable(kernel):
+            return {"ok": False, "kind": "error", "error": "custom_kernel is not callable"}
+        self.kernel = kernel
+        return {"ok": True}
+
+    def prepare(self, message: dict) -> dict:
+        """Fresh inputs from the referee's seeds, one clone per call, L2 flushed, device idle."""
+        self.originals, self.inputs, self.outputs = [], [], []
+        spec = Spec(**message["spec"], seed=0)
+        self.originals = [
+            generate_input(spec.reseeded(seed), self.device) for seed in message["seeds"]
+        ]
+        self.inputs = [_tensor_clone(a) for a in self.originals]
+        if self._flush is not None:
+            self._flush.zero_()
+        self.clock.synchronize()
+        return {"ok": True}
+
+    def go(self, message: dict) -> dict:
+        kernel = _calibration_kernel if message.get("calibrate") else self.kernel
+        if kernel is None:
+            return {"ok": False, "kind": "error", "error": "no candidate loaded"}
+        outputs: list[object] = []
+
+        def body() -> None:
+            for a in self.inputs:
+                outputs.append(kernel(a))
+
+        elapsed_ns = self.clock.time_ns(body)
+        self.outputs = outputs
+        return {"ok": True, "elapsed_ns": elapsed_ns}
+
+    def inspect(self, message: dict) -> dict:
+        """Rule checks on the last outputs; with `export`, write them where the referee reads."""
+        problems = [p for i, out in enumerate(self.outputs) for p in self._problems(i, out)]
+        problems += self._aliasing_problems()
+        problems += self._mutation_problems()
+        if message.get("export") and not problems:
+            self._export(message["export"])
+        return {"ok": True, "problems": problems[:20]}
+
+    def _problems(self, index: int, output: object) -> list[dict]:
+        if not isinstance(output, tuple | list) or len(output) != 2:
+            kind = type(output).__name__
+            return [_problem(index, "type", f"custom_kernel returned {kind}, not (H, tau)")]
+        a = self.originals[index]
+        batch, n = a.shape[0], a.shape[-1]
+        found = []
+        for name, value, shape in (("H", output[0], (batch, n, n)), ("tau", output[1], (batch, n))):
+            if not isinstance(value, torch.Tensor):
+                kind = type(value).__name__
+                found.append(_problem(index, "type", f"{name} is {kind}, not a tensor"))
+            elif tuple(value.shape) != shape:
+                reason = f"{name} has shape {tuple(value.shape)}, expected {shape}"
+                found.append(_problem(index, "shape", reason))
+            elif value.dtype != torch.float32:
+                reason = f"{name} has dtype {value.dtype}, expected torch.float32"
+                found.append(_problem(index, "dtype", reason))
+            elif value.device != a.device:
+                reason = f"{name} is on {value.device}, expected {a.device}"
+                found.append(_problem(index, "device", reason))
+        return found
+
+    def _aliasing_problems(self) -> list[dict]:
+        spans = [("input", i, _span(a)) for i, a in enumerate(self.inputs)]
+        found = []
+        for i, output in enumerate(self.outputs):
+            if not isinstance(output, tuple | list):
+                continue
+            for name, value in zip(("H", "tau"), output, strict=False):
+                if not isinstance(value, torch.Tensor):
+                    continue
+                span = _span(value)
+                for owner, j, other in spans:
+                    if _overlaps(span, other):
+                        what = f"input {j}" if owner == "input" else f"{owner} of call {j}"
+                        reason = f"{name} of call {i} shares memory with {what}"
+                        found.append(_problem(i, "alias", reason))
+                        break
+                spans.append((name, i, span))
+        return found
+
+    def _mutation_problems(self) -> list[dict]:
+        found = []
+        for i, (original, given) in enumerate(zip(self.originals, self.inputs, strict=True)):
+            if not _tensor_equal(original, given):
+                found.append(
+                    _problem(i, "mutation", f"custom_kernel wrote to its input (call {i})")
+                )
+        return found
+
+    def _export(self, path: str) -> None:
+        """Raw float32 H then tau for each call, in order, into a file the referee reads."""
+        with open(path, "wb") as sink:
+            for output in self.outputs:
+                for value in output:  # type: ignore[union-attr]
+                    value.detach().contiguous().cpu().numpy().tofile(sink)
+
+
+def _problem(index: int, gate: str, reason: str) -> dict:
+    return {"index": index, "gate": gate, "reason": reason}
+
+
+def _span(t: torch.Tensor) -> tuple[str, int, int]:
+    """The bytes a tensor's elements actually occupy (views of one pool may sit side by side)."""
+    start = t.data_ptr()
+    if t.numel() == 0:
+        return (str(t.device), start, start)
+    extent = 1 + sum(
+        (size - 1) * abs(stride) for size, stride in zip(t.shape, t.stride(), strict=True)
+    )
+    return (str(t.device), start, start + extent * t.element_size())
+
+
+def _overlaps(a: tuple[str, int, int], b: tuple[str, int, int]) -> bool:
+    return a[0] == b[0] and a[1] < b[2] and b[1] < a[2] and a[1] != a[2]
+
+
+def serve(cmd_fd: int, reply_fd: int, device: torch.device) -> None:
+    """Answer commands until told to exit or the referee goes away."""
+    contestant = Contestant(device)
+    handlers = {
+        "hello": contestant.hello,
+        "load": contestant.load,
+        "prepare": contestant.prepare,
+        "go": contestant.go,
+        "inspect": contestant.inspect,
+    }
+    reader = LineReader(cmd_fd)
+    while True:
+        message = decode(reader.read_line())
+        op = message.get("op")
+        if op == "exit":
+            return
+        try:
+            reply = handlers[op](message)
+        except MemoryError:
+            reply = {"ok": False, "kind": "memory", "error": _traceback()}
+        except Exception:
+            kind = "memory" if _looks_like_oom(sys.exc_info()[1]) else "error"
+            reply = {"ok": False, "kind": kind, "error": _traceback()}
+        write_all(reply_fd, encode(reply))
+
+
+def _looks_like_oom(exc: BaseException | None) -> bool:
+    text = str(exc)
+    return isinstance(exc, torch.OutOfMemoryError) or "can't allocate memory" in text
+
+
+def _traceback() -> str:
+    text = traceback.format_exc()
+    return text[-MAX_TRACEBACK_CHARS:]
+
+
+def main() -> None:
+    cmd_fd, reply_fd, device = int(sys.argv[1]), int(sys.argv[2]), torch.device(sys.argv[3])
+    serve(cmd_fd, reply_fd, device)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,31 @@
+"""The environment a judged candidate sees: secrets removed, one device pinned."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+# Only these variables pass through; anything else (API keys, tokens, cloud credentials) stays out.
+_ALLOWED = re.compile(
+    r"^(PATH|HOME|USER|LOGNAME|SHELL|LANG|LANGUAGE|TERM|TMPDIR|TZ|PWD|VIRTUAL_ENV|PYTHONPATH|"
+    r"PYTHONHASHSEED|LD_LIBRARY_PATH|LC_\w+|CUDA_\w+|NVIDIA_\w+|TRITON_\w+|TORCH_\w+|"
+    r"TORCHINDUCTOR_\w+|PYTORCH_\w+|OMP_NUM_THREADS|MKL_NUM_THREADS|OPENBLAS_NUM_THREADS|"
+    r"XDG_CACHE_HOME|CC|CXX|NCCL_\w+|NVSHMEM_\w+)$"
+)
+_SECRET_LOOKING = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH", re.IGNORECASE)
+
+
+def judged_environment(base: Mapping[str, str], device: str) -> dict[str, str]:
+    """Allow-listed variables without secret-looking names, and the device pinned."""
+    env = {
+        name: value
+        for name, value in base.items()
+        if _ALLOWED.match(name) and not _SECRET_LOOKING.search(name)
+    }
+    env["PYTHONUNBUFFERED"] = "1"
+    if device.startswith("cuda"):
+        _, _, index = device.partition(":")
+        env["CUDA_VISIBLE_DEVICES"] = index or env.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0]
+    else:
+        env["CUDA_VISIBLE_DEVICES"] = ""
+    return env

@@ -1,0 +1,78 @@
+"""Process hygiene for the judge: reaping escaped descendants, hiding memory, killing trees."""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+
+import psutil
+
+_PR_SET_DUMPABLE = 4
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+def _prctl(option: int, value: int) -> bool:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return False
+    return libc.prctl(option, value, 0, 0, 0) == 0
+
+
+def become_subreaper() -> bool:
+    """Orphans of our descendants re-parent to us, so a double-forked escapee is still found."""
+    return _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+
+
+def make_undumpable() -> bool:
+    """Other processes of our user can no longer read our memory or open our fds via /proc."""
+    return _prctl(_PR_SET_DUMPABLE, 0)
+
+
+def descendants(pid: int) -> list[psutil.Process]:
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+
+
+def kill_processes(processes: list[psutil.Process]) -> None:
+    """SIGKILL each process and its process group (never our own group), then reap them."""
+    own_group = os.getpgrp()
+    for proc in processes:
+        try:
+            group = os.getpgid(proc.pid)
+        except ProcessLookupError:
+            continue
+        if group != own_group:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(group, signal.SIGKILL)
+        with contextlib.suppress(psutil.NoSuchProcess):
+            proc.kill()
+    psutil.wait_procs(processes, timeout=5)
+
+
+def kill_tree(pid: int) -> None:
+    """Kill a process, every descendant, and their process groups."""
+    try:
+        root = [psutil.Process(pid)]
+    except psutil.NoSuchProcess:
+        root = []
+    kill_processes(descendants(pid) + root)
+
+
+def tree_rss_bytes(pid: int) -> int:
+    """Resident memory of a process and all its descendants."""
+    total = 0
+    try:
+        procs = [psutil.Process(pid), *descendants(pid)]
+    except psutil.NoSuchProcess:
+        return 0
+    for proc in procs:
+        try:
+            total += proc.memory_info().rss
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return total

@@ -1,0 +1,50 @@
+"""The judge's report: what every caller (CLI, agents, promotion) reads about a candidate."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+VERDICTS = ("pass", "fail", "error", "crash", "timeout", "memory", "rejected", "skipped")
+
+
+@dataclass(frozen=True)
+class JudgeReport:
+    """A verdict and the per-spec evidence for it; JSON-serialisable through `to_dict`."""
+
+    verdict: str
+    reason: str
+    candidate: str
+    source_sha256: str
+    suite: str
+    mode: str
+    seed: int | None
+    device: dict[str, str] = field(default_factory=dict)
+    versions: dict[str, str] = field(default_factory=dict)
+    rule: str = ""
+    recheck: str = ""
+    calibration: dict[str, float] = field(default_factory=dict)
+    phases_s: dict[str, float] = field(default_factory=dict)
+    geomean_ns: float | None = None
+    specs: list[dict[str, Any]] = field(default_factory=list)
+    candidate_output: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict == "pass"
+
+    def spec_means_ns(self) -> dict[int, float]:
+        """Benchmark index → mean time per call, for specs that were timed."""
+        return {
+            s["index"]: s["stats"]["mean_ns"]
+            for s in self.specs
+            if s["kind"] == "benchmark" and s.get("stats")
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> JudgeReport:
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})

@@ -1,0 +1,228 @@
+"""The caller's side of the judge: static checks, then a referee process group, then a report.
+
+The referee gets its config and a fresh HMAC key on stdin and reports over a pipe only it holds;
+frames that fail the signature, a referee that dies, or one that overruns the deadline all become
+verdicts here. Whatever the candidate left running is killed before `evaluate` returns.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+from kernels.judge.environment import judged_environment
+from kernels.judge.processes import become_subreaper, kill_processes, kill_tree
+from kernels.judge.protocol import ChannelClosed, ChannelTimeout, LineReader, ProtocolError, verify
+from kernels.judge.report import JudgeReport
+from kernels.judge.static_checks import check_candidate_file
+from kernels.suites import Spec, Suite
+from kernels.timing import STOPPING_RULES
+
+OUTPUT_HEAD_CHARS = 4000
+OUTPUT_TAIL_CHARS = 12000
+
+Progress = Callable[[dict], None]
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """Per-phase limits in seconds; `total` bounds the whole judge run."""
+
+    prepare: float = 120.0
+    load: float = 180.0
+    first_call: float = 300.0
+    call: float = 60.0
+    inspect: float = 180.0
+    total: float | None = None
+
+    def to_dict(self) -> dict[str, float]:
+        return {
+            "prepare": self.prepare,
+            "load": self.load,
+            "first_call": self.first_call,
+            "call": self.call,
+            "inspect": self.inspect,
+        }
+
+
+@dataclass(frozen=True)
+class JudgeConfig:
+    """How to judge: which specs, where, how strictly."""
+
+    suite: Suite
+    mode: str = "test"  # "test": the suite's tests; "bench": its benchmarks
+    device: str = "cpu"
+    seed: int | None = None
+    rule: str = "contest"
+    recheck: str = "sampled"  # or "all"
+    memory_limit_bytes: int = 16 * 2**30
+    forbidden_words: tuple[str, ...] = ("stream",)
+    timeouts: Timeouts = field(default_factory=Timeouts)
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("test", "bench"):
+            raise ValueError(f"mode must be 'test' or 'bench', not {self.mode!r}")
+        if self.rule not in STOPPING_RULES:
+            raise ValueError(f"unknown stopping rule {self.rule!r}")
+        if self.recheck not in ("sampled", "all"):
+            raise ValueError(f"recheck must be 'sampled' or 'all', not {self.recheck!r}")
+
+    def judged_suite(self) -> Suite:
+        return self.suite if self.seed is None else self.suite.with_secret_seed(self.seed)
+
+    def total_timeout_s(self) -> float:
+        if self.timeouts.total is not None:
+            return self.timeouts.total
+        suite = self.judged_suite()
+        specs = suite.tests if self.mode == "test" else suite.benchmarks
+        rule = STOPPING_RULES[self.rule]
+        per_spec = self.timeouts.first_call + 4 * self.timeouts.inspect
+        if self.mode == "bench":
+            per_spec += rule.max_elapsed_ns / 1e9
+        return 120 + self.timeouts.load + len(specs) * per_spec
+
+
+def evaluate(
+    candidate: Path, config: JudgeConfig, on_progress: Progress | None = None
+) -> JudgeReport:
+    """Judge one candidate file; never raises for anything the candidate does."""
+    candidate = candidate.resolve()
+    suite = config.judged_suite()
+    static = check_candidate_file(candidate, config.forbidden_words)
+    base = {
+        "candidate": str(candidate),
+        "source_sha256": hashlib.sha256(static.source.encode()).hexdigest() if static.ok else "",
+        "suite": suite.name,
+        "mode": config.mode,
+        "seed": config.seed,
+    }
+    if not static.ok:
+        return JudgeReport(verdict="rejected", reason=static.reason, **base)
+    become_subreaper()
+    with tempfile.TemporaryDirectory(prefix="qrsup-judge-") as work:
+        work_dir = Path(work)
+        os.chmod(work_dir, 0o700)
+        data = _run_referee(candidate, config, suite, work_dir, on_progress)
+        output = _read_output(work_dir / "candidate-output.log")
+    data.pop("type", None)
+    return JudgeReport.from_dict({**data, **base, "candidate_output": output})
+
+
+def _run_referee(
+    candidate: Path, config: JudgeConfig, suite: Suite, work_dir: Path, on_progress: Progress | None
+) -> dict:
+    key = secrets.token_bytes(32)
+    specs = suite.tests if config.mode == "test" else suite.benchmarks
+    referee_config = {
+        "key": key.hex(),
+        "candidate": str(candidate),
+        "device": config.device,
+        "work_dir": str(work_dir),
+        "rule": config.rule,
+        "recheck": config.recheck,
+        "memory_limit_bytes": config.memory_limit_bytes,
+        "timeouts": config.timeouts.to_dict(),
+        "tests": [_spec_dict(s) for s in specs] if config.mode == "test" else [],
+        "benchmarks": [_spec_dict(s) for s in specs] if config.mode == "bench" else [],
+    }
+    children_before = {p.pid for p in psutil.Process().children()}
+    report_read, report_write = os.pipe()
+    referee_log = open(work_dir / "referee.log", "wb")  # noqa: SIM115 - closed below
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kernels.judge.referee", str(report_write)],
+        stdin=subprocess.PIPE,
+        stdout=referee_log,
+        stderr=subprocess.STDOUT,
+        pass_fds=(report_write,),
+        start_new_session=True,
+        env=judged_environment(os.environ, config.device),
+    )
+    os.close(report_write)
+    try:
+        assert proc.stdin is not None
+        proc.stdin.write((json.dumps(referee_config) + "\n").encode())
+        proc.stdin.close()
+        result = _collect(
+            LineReader(report_read), key, started + config.total_timeout_s(), on_progress
+        )
+    finally:
+        os.close(report_read)
+        kill_tree(proc.pid)
+        proc.wait()
+        referee_log.close()
+        leftovers = [p for p in psutil.Process().children() if p.pid not in children_before]
+        kill_processes(leftovers)
+    if result is None:
+        code = proc.returncode
+        log = _read_output(work_dir / "referee.log")
+        return _judge_failure(
+            "crash", f"the judge process died (status {code}) before reporting", log
+        )
+    if isinstance(result, str):
+        return _judge_failure(*result.split(":", 1), "")
+    result.setdefault("phases_s", {})["wall"] = time.monotonic() - started
+    return result
+
+
+def _collect(
+    reader: LineReader, key: bytes, deadline: float, on_progress: Progress | None
+) -> dict | str | None:
+    """The referee's final report, a 'kind:reason' string for a broken run, or None if it died."""
+    while True:
+        try:
+            line = reader.read_line(deadline)
+        except ChannelTimeout:
+            return "timeout:the judge run exceeded its total time limit; all processes killed"
+        except ChannelClosed:
+            return None
+        except ProtocolError as exc:
+            return f"fail:the judge channel was tampered with ({exc})"
+        try:
+            message = verify(key, line)
+        except ProtocolError as exc:
+            return f"fail:the judge channel was tampered with ({exc})"
+        if message.get("type") == "report":
+            return message
+        if on_progress is not None:
+            on_progress(message)
+
+
+def _judge_failure(verdict: str, reason: str, log: str) -> dict:
+    detail = f"{reason}\n{log}".strip() if log else reason
+    return {"verdict": verdict, "reason": detail, "specs": []}
+
+
+def _spec_dict(spec: Spec) -> dict:
+    return {
+        "batch": spec.batch,
+        "n": spec.n,
+        "cond": spec.cond,
+        "case": spec.case,
+        "seed": spec.seed,
+    }
+
+
+def _read_output(path: Path) -> str:
+    """The candidate's own stdout/stderr, head and tail, for the human."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return ""
+    text = data.decode("utf-8", errors="replace")
+    if len(text) <= OUTPUT_HEAD_CHARS + OUTPUT_TAIL_CHARS:
+        return text
+    skipped = len(text) - OUTPUT_HEAD_CHARS - OUTPUT_TAIL_CHARS
+    head, tail = text[:OUTPUT_HEAD_CHARS], text[-OUTPUT_TAIL_CHARS:]
+    return f"{head}\n[… {skipped} characters omitted …]\n{tail}"

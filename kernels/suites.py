@@ -1,0 +1,216 @@
+"""Problem suites: the qr_v2 contract's specs, a CPU-sized smoke suite, and user TOML suites."""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+CASES = (
+    "dense",
+    "upper",
+    "rankdef",
+    "nearrank",
+    "clustered",
+    "band",
+    "nearcollinear",
+    "rowscale",
+    "mixed",
+)
+
+
+class SuiteError(ValueError):
+    """A suite name or suite file that cannot be used, with a message fit for one CLI line."""
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One shape and input distribution: `batch` matrices of `n × n`, built by `case`."""
+
+    batch: int
+    n: int
+    cond: float
+    case: str
+    seed: int
+
+    @property
+    def label(self) -> str:
+        cond = f"{self.cond:g}"
+        return f"{self.batch}x{self.n} {self.case} c{cond}"
+
+    @property
+    def input_bytes(self) -> int:
+        return self.batch * self.n * self.n * 4
+
+    def reseeded(self, seed: int) -> Spec:
+        return dataclasses.replace(self, seed=seed)
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A named pair of spec lists: `tests` gate correctness, `benchmarks` are timed."""
+
+    name: str
+    tests: tuple[Spec, ...]
+    benchmarks: tuple[Spec, ...]
+
+    def with_secret_seed(self, secret: int) -> Suite:
+        """Every seed combined with `secret`, the contest's way, so public seeds reveal nothing."""
+        return Suite(
+            name=self.name,
+            tests=tuple(s.reseeded(combine_seeds(s.seed, secret)) for s in self.tests),
+            benchmarks=tuple(s.reseeded(combine_seeds(s.seed, secret)) for s in self.benchmarks),
+        )
+
+
+def combine_seeds(public: int, secret: int) -> int:
+    """Cantor-style pairing used by the contest's evaluator to mix a secret seed into a spec."""
+    return int(public + (public + secret) * (public + secret + 1) // 2)
+
+
+def _specs(rows: list[tuple[int, int, float, str, int]]) -> tuple[Spec, ...]:
+    return tuple(Spec(batch=b, n=n, cond=c, case=case, seed=s) for b, n, c, case, s in rows)
+
+
+QR_V2 = Suite(
+    name="qr_v2",
+    tests=_specs(
+        [
+            (20, 32, 1, "dense", 53124),
+            (40, 176, 1, "dense", 3321),
+            (40, 352, 1, "dense", 1200),
+            (16, 512, 2, "dense", 32523),
+            (4, 1024, 2, "dense", 4327),
+            (1, 4096, 1, "dense", 75342),
+            (16, 512, 4, "dense", 32524),
+            (16, 512, 0, "rankdef", 32525),
+            (16, 512, 0, "clustered", 32526),
+            (16, 512, 0, "band", 32527),
+            (16, 512, 0, "rowscale", 32528),
+            (16, 512, 0, "nearcollinear", 32529),
+            (4, 1024, 4, "dense", 4328),
+            (4, 1024, 0, "rankdef", 4329),
+            (4, 1024, 0, "nearrank", 4330),
+            (4, 1024, 0, "clustered", 4331),
+            (2, 2048, 2, "dense", 224466),
+            (2, 2048, 0, "rankdef", 224467),
+            (1, 4096, 0, "upper", 75343),
+            (16, 512, 2, "mixed", 32530),
+            (4, 1024, 2, "mixed", 4332),
+            (2, 2048, 2, "mixed", 224468),
+        ]
+    ),
+    benchmarks=_specs(
+        [
+            (20, 32, 1, "dense", 43214),
+            (40, 176, 1, "dense", 423011),
+            (40, 352, 1, "dense", 123456),
+            (640, 512, 2, "dense", 1029),
+            (60, 1024, 2, "dense", 75342),
+            (8, 2048, 1, "dense", 224466),
+            (2, 4096, 1, "dense", 32412),
+            (640, 512, 2, "mixed", 770001),
+            (60, 1024, 2, "mixed", 770002),
+            (640, 512, 0, "rankdef", 770003),
+            (640, 512, 0, "clustered", 770004),
+            (60, 1024, 0, "nearrank", 770005),
+        ]
+    ),
+)
+
+
+def _smoke_tests() -> tuple[Spec, ...]:
+    """Every case at awkward sizes (1, odd, not a multiple of common panel widths) up to 256."""
+    rows: list[tuple[int, int, float, str, int]] = []
+    seed = 1000
+    for n in (1, 2, 3, 5, 8, 17, 33, 64, 100, 256):
+        for case in CASES:
+            cond = 0 if case in ("rankdef", "nearrank", "clustered", "band") else 2
+            batch = 4 if n <= 100 else 2
+            rows.append((batch, n, cond, case, seed))
+            seed += 1
+    return _specs(rows)
+
+
+SMOKE = Suite(
+    name="smoke",
+    tests=_smoke_tests(),
+    benchmarks=_specs(
+        [
+            (20, 32, 1, "dense", 2001),
+            (16, 64, 1, "dense", 2002),
+            (8, 128, 2, "dense", 2003),
+            (4, 256, 2, "dense", 2004),
+            (8, 128, 2, "mixed", 2005),
+            (8, 128, 0, "rankdef", 2006),
+            (8, 128, 0, "clustered", 2007),
+        ]
+    ),
+)
+
+BUILTIN_SUITES = {suite.name: suite for suite in (QR_V2, SMOKE)}
+
+
+def get_suite(name_or_path: str) -> Suite:
+    """A built-in suite by name, or a user suite from a `.toml` file."""
+    if name_or_path in BUILTIN_SUITES:
+        return BUILTIN_SUITES[name_or_path]
+    path = Path(name_or_path)
+    if path.suffix == ".toml" or path.exists():
+        return load_suite_toml(path)
+    known = ", ".join(sorted(BUILTIN_SUITES))
+    raise SuiteError(f"unknown suite '{name_or_path}' (built-in: {known}; or a path to a .toml)")
+
+
+def load_suite_toml(path: Path) -> Suite:
+    """Parse a user suite: `name`, and `[[tests]]` / `[[benchmarks]]` tables of spec fields."""
+    try:
+        data = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise SuiteError(f"suite file not found: {path}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SuiteError(f"cannot read suite file {path}: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise SuiteError(f"malformed suite TOML {path}: {exc}") from None
+    unknown = set(data) - {"name", "tests", "benchmarks"}
+    if unknown:
+        raise SuiteError(f"{path}: unknown top-level keys {sorted(unknown)}")
+    tests = _parse_spec_list(path, data.get("tests", []), "tests", seed_base=1)
+    benchmarks = _parse_spec_list(path, data.get("benchmarks", []), "benchmarks", seed_base=10_001)
+    if not tests and not benchmarks:
+        raise SuiteError(f"{path}: a suite needs at least one [[tests]] or [[benchmarks]] entry")
+    name = data.get("name", path.stem)
+    if not isinstance(name, str) or not name:
+        raise SuiteError(f"{path}: 'name' must be a non-empty string")
+    return Suite(name=name, tests=tests, benchmarks=benchmarks)
+
+
+def _parse_spec_list(path: Path, rows: object, key: str, seed_base: int) -> tuple[Spec, ...]:
+    if not isinstance(rows, list):
+        raise SuiteError(f"{path}: '{key}' must be an array of tables ([[{key}]])")
+    return tuple(
+        _parse_spec(f"{path}: {key}[{i}]", row, seed_base + i) for i, row in enumerate(rows)
+    )
+
+
+def _parse_spec(where: str, row: object, default_seed: int) -> Spec:
+    if not isinstance(row, dict):
+        raise SuiteError(f"{where} must be a table")
+    unknown = set(row) - {"batch", "n", "cond", "case", "seed"}
+    if unknown:
+        raise SuiteError(f"{where}: unknown keys {sorted(unknown)}")
+    batch, n = row.get("batch"), row.get("n")
+    for field, value in (("batch", batch), ("n", n)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise SuiteError(f"{where}: '{field}' must be an integer ≥ 1, got {value!r}")
+    cond = row.get("cond", 0)
+    if not isinstance(cond, int | float) or isinstance(cond, bool) or cond < 0:
+        raise SuiteError(f"{where}: 'cond' must be a number ≥ 0, got {cond!r}")
+    case = row.get("case", "dense")
+    if case not in CASES:
+        raise SuiteError(f"{where}: unknown case {case!r} (one of {', '.join(CASES)})")
+    seed = row.get("seed", default_seed)
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise SuiteError(f"{where}: 'seed' must be an integer, got {seed!r}")
+    return Spec(batch=batch, n=n, cond=float(cond), case=case, seed=seed)

@@ -1,0 +1,110 @@
+"""Rich rendering of judge reports: the per-spec table and live progress for `qrsup test|bench`."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from kernels.judge.report import JudgeReport
+
+STATUS_STYLE = {"pass": "green", "skipped": "dim"}
+
+
+def format_ms(ns: float | None) -> str:
+    if ns is None:
+        return "—"
+    ms = ns / 1e6
+    return f"{ms:.4f}" if ms < 0.1 else f"{ms:.3f}" if ms < 100 else f"{ms:.1f}"
+
+
+class JudgeProgress:
+    """A progress bar fed by the referee's progress frames."""
+
+    def __init__(self, console: Console, title: str) -> None:
+        self._progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("{task.fields[label]}"),
+            console=console,
+            transient=True,
+        )
+        self._task = self._progress.add_task(title, total=None, label="starting")
+
+    def __enter__(self) -> JudgeProgress:
+        self._progress.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._progress.__exit__(None, None, None)
+
+    def update(self, frame: dict) -> None:
+        phase = frame.get("phase", "")
+        if "index" not in frame:
+            self._progress.update(self._task, label=f"{phase}…")
+            return
+        done = frame["index"] + (1 if "status" in frame else 0)
+        label = f"{phase} {frame['index']}: {frame.get('label', '')}"
+        if "status" in frame:
+            label += f" → {frame['status']}"
+        self._progress.update(self._task, total=frame["total"], completed=done, label=label)
+
+
+def report_table(report: JudgeReport, baseline: JudgeReport | None = None) -> Table:
+    """Spec, status, mean ± err, checks, and speedup against the baseline timed in the same run."""
+    title = (
+        f"{report.mode} · {report.suite} · {report.device.get('name', '?')} · {report.candidate}"
+    )
+    table = Table(title=title, title_justify="left")
+    table.add_column("#", justify="right")
+    table.add_column("spec")
+    table.add_column("status")
+    timed = report.mode == "bench"
+    if timed:
+        table.add_column("mean ± err (ms)", justify="right")
+        table.add_column("checks", justify="right")
+    if baseline is not None:
+        table.add_column("baseline (ms)", justify="right")
+        table.add_column("speedup", justify="right")
+    table.add_column("residual (of 20)", justify="right")
+    table.add_column("reason", overflow="fold", max_width=60)
+    base_means = baseline.spec_means_ns() if baseline else {}
+    for spec in report.specs:
+        status = spec["status"]
+        style = STATUS_STYLE.get(status, "red")
+        row = [str(spec["index"]), spec["label"], f"[{style}]{status}[/]"]
+        stats = spec.get("stats")
+        if timed:
+            mean = f"{format_ms(stats['mean_ns'])} ± {format_ms(stats['err_ns'])}" if stats else "—"
+            row += [mean, str(spec.get("checks", 0))]
+        if baseline is not None:
+            base = base_means.get(spec["index"])
+            row.append(format_ms(base))
+            row.append(f"{base / stats['mean_ns']:.2f}×" if base and stats else "—")
+        residual = spec.get("diagnostics", {}).get("factor_scaled_max")
+        row.append(f"{residual:.2f}" if residual is not None else "—")
+        row.append(spec.get("reason", "").splitlines()[0][:200] if spec.get("reason") else "")
+        table.add_row(*row)
+    return table
+
+
+def summary_lines(report: JudgeReport, baseline: JudgeReport | None = None) -> list[str]:
+    """The verdict, the geomean (and the baseline's), and where the judge's time went."""
+    lines = []
+    verdict_style = "green" if report.passed else "red"
+    lines.append(f"verdict: [{verdict_style}]{report.verdict}[/]")
+    if report.reason and not report.passed:
+        lines.append(f"reason: {report.reason.splitlines()[0]}")
+    if report.geomean_ns is not None:
+        text = f"geomean: {format_ms(report.geomean_ns)} ms"
+        if baseline is not None and baseline.geomean_ns is not None:
+            speedup = baseline.geomean_ns / report.geomean_ns
+            text += f"   baseline: {format_ms(baseline.geomean_ns)} ms   speedup: {speedup:.2f}×"
+        lines.append(text)
+    phases = report.phases_s
+    if phases:
+        shown = ", ".join(f"{k} {v:.1f}s" for k, v in phases.items())
+        lines.append(f"judge time: {shown}")
+    return lines
