@@ -1,0 +1,89 @@
+"""Public entry of the fast batched QR: validation, dispatch to Triton or CUDA graphs, fallbacks."""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+from triton import knobs
+
+from kernels.fast.config import Config, load_config
+from kernels.fast.driver import Buffers, run_plan
+from kernels.fast.graphs import GraphCache
+from kernels.fast.interpret import patch_scalar_index
+from kernels.fast.plan import make_plan
+
+
+class NonFiniteInputError(ValueError):
+    """A contains NaN or Inf: its QR has no finite factors."""
+
+
+class FastGeqrf:
+    """The blocked compact-WY QR for one configs file, with the CUDA graphs it has captured."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self._graphs = GraphCache()
+
+    def __call__(
+        self, a: torch.Tensor, *, check_finite: bool = True
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(H, tau) as torch.geqrf returns them; bad input raises instead of giving garbage."""
+        _validate(a)
+        if not a.is_cuda:
+            patch_scalar_index()
+        batch, n = a.shape[0], a.shape[-1]
+        if a.numel() == 0:
+            return a.clone(memory_format=torch.contiguous_format), a.new_zeros((batch, n))
+        shape = self.config.for_shape(batch, n)
+        plan = make_plan(n, shape)
+        if plan is None:
+            return _fallback(a, check_finite)
+        if shape.graph and a.is_cuda:
+            static = self._graphs.run(a, plan)
+            h, tau, amax = static.h.clone(), static.tau.clone(), static.amax
+        else:
+            out = Buffers.allocate(a, plan)
+            run_plan(a, plan, out)
+            h, tau, amax = out.h, out.tau, out.amax
+        if check_finite and not bool(torch.isfinite(amax).all()):
+            raise NonFiniteInputError("geqrf: A contains NaN or Inf")
+        return h, tau
+
+
+def geqrf(a: torch.Tensor, *, check_finite: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+    """Compact Householder QR of a batch × n × n float32 CUDA tensor: torch.geqrf's (H, tau).
+
+    `check_finite` costs one host synchronisation; callers that guarantee finite input may skip it.
+    The configs come from $QRSUP_FAST_CONFIGS or the shipped kernels/fast/configs.toml.
+    """
+    return default_solver()(a, check_finite=check_finite)
+
+
+@functools.cache
+def default_solver() -> FastGeqrf:
+    """The process-wide solver for the default configs file (read once)."""
+    return FastGeqrf(load_config())
+
+
+def _validate(a: object) -> None:
+    if not isinstance(a, torch.Tensor):
+        raise TypeError(f"geqrf: A must be a torch.Tensor, got {type(a).__name__}")
+    if a.dim() != 3:
+        raise ValueError(f"geqrf: A must be batch × n × n (3-D), got shape {tuple(a.shape)}")
+    if a.shape[1] != a.shape[2]:
+        raise ValueError(f"geqrf: A must hold square matrices, got shape {tuple(a.shape)}")
+    if a.dtype != torch.float32:
+        raise TypeError(f"geqrf: A must be float32, got {a.dtype}")
+    if not a.is_cuda and not (a.device.type == "cpu" and knobs.runtime.interpret):
+        raise ValueError(
+            f"geqrf: A is on {a.device}; the fast kernel needs a CUDA tensor "
+            "(or TRITON_INTERPRET=1 for CPU tensors); use torch.geqrf on the CPU"
+        )
+
+
+def _fallback(a: torch.Tensor, check_finite: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """torch.geqrf for sizes no panel fits in registers (n beyond the largest config's budget)."""
+    if check_finite and not bool(torch.isfinite(a).all()):
+        raise NonFiniteInputError("geqrf: A contains NaN or Inf")
+    return torch.geqrf(a)

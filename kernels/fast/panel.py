@@ -1,0 +1,101 @@
+"""Panel stage: Householder QR of one column panel per matrix, held in registers, and its T.
+
+Each step needs one cross-warp reduction: the pair (zᶜ, ρᶜ) = (Σ_{r>i} x_r·P_rc, P_ic) over the
+panel's rows. From it come alpha = ρᵢ and ‖x_tail‖² = zᵢ (LAPACK larfg conventions), the update
+vector w = vᵢᵀP = ρ + z/(alpha − beta) for the columns right of i, and, for free, the columns left
+of i: wᶜ = (Vᵀvᵢ)ᶜ, the Gram column that T needs. T is then grown one column per step by forward
+substitution on T⁻¹ = diag(1/τ) + strict_upper(VᵀV):
+    T[:i, i] = −τᵢ·T[:i, :i]·(Vᵀvᵢ)[:i],  T[i, i] = τᵢ,
+which never divides by τ, so a reflector with τ = 0 leaves a zero row and column in T.
+"""
+
+import triton
+import triton.language as tl
+
+from kernels.fast.scale import abs_or_inf, scale_for
+
+
+@triton.jit
+def _add_pair(a0, b0, a1, b1):
+    return a0 + a1, b0 + b1
+
+
+@triton.jit
+def qr_panel_kernel(
+    src_ptr,  # batch × n × n: the panel's columns are read from here (A for the first panel)
+    dst_ptr,  # batch × n × n: H, written with R (upper) and V (strictly lower)
+    tau_ptr,  # batch × n
+    t_ptr,  # batch × NB × NB (row stride t_stride_r): the panel's T
+    amax_ptr,  # batch: |A|max, read (or written when SELF_SCALE)
+    n,
+    col0,  # first column (and first row) of the panel
+    src_sb,
+    src_sr,
+    src_sc,
+    dst_sb,
+    dst_sr,
+    dst_sc,
+    tau_sb,
+    t_sb,
+    t_sr,
+    BLOCK_M: tl.constexpr,  # ≥ n − col0, a power of two
+    NB: tl.constexpr,  # panel width, a power of two
+    SELF_SCALE: tl.constexpr,  # the panel is the whole matrix: find |A|max here
+    PAIR_REDUCE: tl.constexpr,  # one two-output reduction per step instead of two sums
+):
+    """One program per matrix: factor rows [col0, n) × columns [col0, col0 + NB) in place."""
+    b = tl.program_id(0).to(tl.int64)
+    m = n - col0
+    ncols = tl.minimum(m, NB)
+    r = tl.arange(0, BLOCK_M)
+    c = tl.arange(0, NB)
+    mask = (r[:, None] < m) & (c[None, :] < ncols)
+    offs_src = (col0 + r)[:, None] * src_sr + (col0 + c)[None, :] * src_sc
+    p = tl.load(src_ptr + b * src_sb + offs_src, mask=mask, other=0.0)  # BLOCK_M × NB
+    if SELF_SCALE:
+        amax = tl.max(tl.max(abs_or_inf(p), axis=1), axis=0)
+        tl.store(amax_ptr + b, amax)
+    else:
+        amax = tl.load(amax_ptr + b)
+    scale = scale_for(amax)
+    # Only the first panel reads A; later panels read H, which is already scaled.
+    p = p * tl.where(col0 == 0, scale, 1.0)
+
+    t = tl.zeros((NB, NB), tl.float32)
+    taus = tl.zeros((NB,), tl.float32)
+    for i in range(NB):
+        x = tl.sum(tl.where(c[None, :] == i, p, 0.0), axis=1)  # BLOCK_M: column i
+        below = r > i
+        x_tail = tl.where(below, x, 0.0)
+        if PAIR_REDUCE:
+            z, rho = tl.reduce(
+                (x_tail[:, None] * p, tl.where(r[:, None] == i, p, 0.0)), 0, _add_pair
+            )
+        else:
+            z = tl.sum(x_tail[:, None] * p, axis=0)
+            rho = tl.sum(tl.where(r[:, None] == i, p, 0.0), axis=0)
+        alpha = tl.sum(tl.where(c == i, rho, 0.0))
+        sigma = tl.sum(tl.where(c == i, z, 0.0))  # ‖x_tail‖²
+        reflect = sigma > 0.0
+        norm = tl.sqrt(alpha * alpha + sigma)
+        beta = tl.where(reflect, tl.where(alpha >= 0.0, -norm, norm), alpha)
+        tau = tl.where(reflect, (beta - alpha) / tl.where(reflect, beta, 1.0), 0.0)
+        inv_pivot = tl.where(reflect, 1.0 / tl.where(reflect, alpha - beta, 1.0), 0.0)
+        w = rho + inv_pivot * z  # NB: vᵢᵀP
+        v = tl.where(r == i, 1.0, inv_pivot * x_tail)  # BLOCK_M
+        updated = p - (tau * v)[:, None] * w[None, :]
+        column = tl.where(r == i, beta, tl.where(below, inv_pivot * x, x))
+        p = tl.where(c[None, :] > i, updated, p)
+        p = tl.where(c[None, :] == i, column[:, None], p)
+
+        gram = tl.where(c < i, w, 0.0)  # (Vᵀvᵢ) over the earlier columns
+        t_gram = tl.sum(t * gram[None, :], axis=1)
+        t_column = tl.where(c < i, -tau * t_gram, tl.where(c == i, tau, 0.0))
+        t = tl.where(c[None, :] == i, t_column[:, None], t)
+        taus = tl.where(c == i, tau, taus)
+
+    unscaled = tl.where(r[:, None] <= c[None, :], p / scale, p)  # R back to A's scale
+    offs_dst = (col0 + r)[:, None] * dst_sr + (col0 + c)[None, :] * dst_sc
+    tl.store(dst_ptr + b * dst_sb + offs_dst, unscaled, mask=mask)
+    tl.store(tau_ptr + b * tau_sb + col0 + c, taus, mask=c < ncols)
+    tl.store(t_ptr + b * t_sb + c[:, None] * t_sr + c[None, :], t)

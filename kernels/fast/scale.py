@@ -1,0 +1,49 @@
+"""Prescale stage: per-matrix |A|max, so extreme magnitudes are scaled by an exact power of two.
+
+Householder norms are sums of squares; scaling a matrix whose largest entry is beyond 2^±60 into
+[1, 2) keeps them from under- or overflowing, and R is scaled back on its final store. |A|max is
++inf when A holds NaN or Inf, which is how the driver detects bad input without a second pass.
+"""
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def scale_for(amax):
+    """Exact power of two that brings an extreme |A|max into [1, 2); 1 for ordinary ones."""
+    bits = amax.to(tl.int32, bitcast=True)
+    exponent = (bits >> 23) & 255
+    power = ((254 - exponent) << 23).to(tl.float32, bitcast=True)
+    extreme = ((exponent < 127 - 60) | (exponent > 127 + 60)) & (amax > 0.0) & (exponent < 255)
+    return tl.where(extreme, power, 1.0)
+
+
+@triton.jit
+def abs_or_inf(x):
+    """|x|, with NaN mapped to +inf so that a max over it flags the NaN."""
+    return tl.where(x == x, tl.abs(x), float("inf"))
+
+
+@triton.jit
+def qr_amax_kernel(
+    a_ptr,
+    amax_ptr,  # batch, zeroed before launch
+    n,
+    stride_b,
+    stride_r,
+    stride_c,
+    BLOCK_R: tl.constexpr,
+    BLOCK_C: tl.constexpr,
+):
+    """One program per (matrix, row block): atomic max of |A| over its rows into amax[b]."""
+    b = tl.program_id(0)
+    rows = tl.program_id(1) * BLOCK_R + tl.arange(0, BLOCK_R)
+    base = a_ptr + b.to(tl.int64) * stride_b
+    best = tl.zeros((BLOCK_R, BLOCK_C), tl.float32)
+    for c0 in range(0, n, BLOCK_C):
+        cols = c0 + tl.arange(0, BLOCK_C)
+        mask = (rows[:, None] < n) & (cols[None, :] < n)
+        tile = tl.load(base + rows[:, None] * stride_r + cols[None, :] * stride_c, mask=mask)
+        best = tl.maximum(best, tl.where(mask, abs_or_inf(tile), 0.0))
+    tl.atomic_max(amax_ptr + b, tl.max(tl.max(best, axis=1), axis=0))

@@ -1,0 +1,79 @@
+"""Trailing-update stage: C ← (I − V·T·Vᵀ)ᵀ·C = C − V·(Tᵀ·(Vᵀ·C)) for the columns right of a panel.
+
+Each program owns BN trailing columns of one matrix and makes two passes down the rows: the first
+accumulates W = Vᵀ·C (NBP × BN), the second subtracts V·(Tᵀ·W). All three products contract
+against trailing-matrix data, so they run at the configured precision (fp32 "ieee" or 3×TF32
+"tf32x3"; plain "tf32" fails the factor gate on hard cases at n = 512). Rows above the next panel
+are final R after this update and are scaled back to A's scale as they are stored.
+"""
+
+import triton
+import triton.language as tl
+
+from kernels.fast.scale import scale_for
+
+
+@triton.jit
+def _load_v(base, rows, k, n, col0, nb, stride_r, stride_c):
+    """V's rows `rows` (BM × NBP): the stored reflector tails with the implied unit diagonal."""
+    vcols = col0 + k
+    inside = (rows[:, None] < n) & (k[None, :] < nb)
+    tail = tl.load(
+        base + rows[:, None] * stride_r + vcols[None, :] * stride_c,
+        mask=inside & (rows[:, None] > vcols[None, :]),
+        other=0.0,
+    )
+    return tl.where(inside & (rows[:, None] == vcols[None, :]), 1.0, tail)
+
+
+@triton.jit
+def qr_update_kernel(
+    src_ptr,  # batch × n × n: C is read from here (A for the first panel's update)
+    dst_ptr,  # batch × n × n: H, holding V in the panel's columns; C is written here
+    t_ptr,  # batch × NBP × NBP (row stride t_sr): the panel's T
+    amax_ptr,  # batch: |A|max
+    n,
+    col0,  # the panel's first column and row
+    nb,  # the panel's width (≤ NBP)
+    src_sb,
+    src_sr,
+    src_sc,
+    dst_sb,
+    dst_sr,
+    dst_sc,
+    t_sb,
+    t_sr,
+    NBP: tl.constexpr,  # panel width padded to a power of two ≥ 16 (tl.dot's minimum)
+    BM: tl.constexpr,
+    BN: tl.constexpr,
+    PRECISION: tl.constexpr,
+):
+    """Grid (batch, column blocks): apply the panel's block reflector to BN trailing columns."""
+    b = tl.program_id(0).to(tl.int64)
+    cols = col0 + nb + tl.program_id(1) * BN + tl.arange(0, BN)
+    k = tl.arange(0, NBP)
+    src = src_ptr + b * src_sb
+    dst = dst_ptr + b * dst_sb
+    scale = scale_for(tl.load(amax_ptr + b))
+    scale_in = tl.where(col0 == 0, scale, 1.0)  # only the first update reads A
+
+    w = tl.zeros((NBP, BN), tl.float32)
+    for r0 in range(col0, n, BM):
+        rows = r0 + tl.arange(0, BM)
+        v = _load_v(dst, rows, k, n, col0, nb, dst_sr, dst_sc)  # BM × NBP
+        mask = (rows[:, None] < n) & (cols[None, :] < n)
+        c = tl.load(src + rows[:, None] * src_sr + cols[None, :] * src_sc, mask=mask, other=0.0)
+        w = tl.dot(tl.trans(v), c * scale_in, w, input_precision=PRECISION)  # NBP × BN
+
+    tmask = (k[:, None] < nb) & (k[None, :] < nb)
+    t = tl.load(t_ptr + b * t_sb + k[:, None] * t_sr + k[None, :], mask=tmask, other=0.0)
+    w = tl.dot(tl.trans(t), w, input_precision=PRECISION)  # Tᵀ·Vᵀ·C
+
+    for r0 in range(col0, n, BM):
+        rows = r0 + tl.arange(0, BM)
+        v = _load_v(dst, rows, k, n, col0, nb, dst_sr, dst_sc)
+        mask = (rows[:, None] < n) & (cols[None, :] < n)
+        c = tl.load(src + rows[:, None] * src_sr + cols[None, :] * src_sc, mask=mask, other=0.0)
+        c = c * scale_in - tl.dot(v, w, input_precision=PRECISION)
+        c = tl.where(rows[:, None] < col0 + nb, c / scale, c)  # final R rows
+        tl.store(dst + rows[:, None] * dst_sr + cols[None, :] * dst_sc, c, mask=mask)

@@ -1,0 +1,230 @@
+"""The fast geqrf: gates pass on every case and awkward size, bad input raises, stages match the
+plain-PyTorch references. On a CPU-only machine the Triton kernels run in the interpreter."""
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
+from kernels import blocked_wy
+from kernels.checker import check_factors
+from kernels.fast.config import DEFAULT_CONFIGS, load_config
+from kernels.fast.driver import Buffers, run_plan
+from kernels.fast.geqrf import FastGeqrf, NonFiniteInputError, geqrf
+from kernels.fast.interpret import patch_scalar_index
+from kernels.fast.panel import qr_panel_kernel
+from kernels.fast.plan import PanelStep, Plan, next_pow2
+from kernels.fast.update import qr_update_kernel
+from kernels.generators import generate_input
+from kernels.suites import Spec
+
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+CASES = ("dense", "upper", "rankdef", "nearrank", "clustered", "band", "nearcollinear", "rowscale")
+
+
+@pytest.fixture
+def nan_poisoned_empty(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fresh float buffers start as NaN, so an output element the kernels never write fails."""
+    real_empty = torch.empty
+
+    def poisoned(*args: object, **kwargs: object) -> torch.Tensor:
+        out = real_empty(*args, **kwargs)
+        return out.fill_(float("nan")) if out.is_floating_point() else out
+
+    monkeypatch.setattr(torch, "empty", poisoned)
+
+
+def _solver_with(tmp_path: Path, **overrides: object) -> FastGeqrf:
+    """A solver whose every shape class takes `overrides` (values must lie in the space)."""
+    lines = []
+    for line in DEFAULT_CONFIGS.read_text().splitlines():
+        key = line.split("=")[0].strip()
+        if key in overrides and not line.lstrip().startswith("#") and "[" not in line:
+            value = overrides[key]
+            line = f"{key} = {str(value).lower() if isinstance(value, bool) else value!r}"
+        lines.append(line.replace("'", '"'))
+    path = tmp_path / "configs.toml"
+    path.write_text("\n".join(lines))
+    return FastGeqrf(load_config(path))
+
+
+def _assert_passes(a: torch.Tensor, h: torch.Tensor, tau: torch.Tensor) -> None:
+    result = check_factors(a, h, tau)
+    assert result.ok, result.reason
+
+
+@pytest.mark.parametrize("case", [*CASES, "mixed"])
+def test_every_input_case_passes_the_gates_across_two_panels(
+    case: str, nan_poisoned_empty: None
+) -> None:
+    a = generate_input(Spec(batch=3, n=40, cond=2, case=case, seed=7), device=DEVICE)
+    h, tau = geqrf(a)
+    _assert_passes(a, h, tau)
+
+
+@pytest.mark.parametrize(("batch", "n"), [(1, 1), (2, 2), (5, 3), (1, 17), (2, 33)])
+def test_awkward_sizes_pass_the_gates(batch: int, n: int, nan_poisoned_empty: None) -> None:
+    a = torch.randn(batch, n, n, device=DEVICE)
+    h, tau = geqrf(a)
+    assert h.shape == (batch, n, n) and tau.shape == (batch, n)
+    _assert_passes(a, h, tau)
+
+
+def test_narrow_panels_padded_for_tl_dot_still_pass(tmp_path: Path) -> None:
+    solver = _solver_with(tmp_path, panel_width=8)
+    a = generate_input(Spec(batch=2, n=30, cond=2, case="rowscale", seed=3), device=DEVICE)
+    h, tau = solver(a)
+    _assert_passes(a, h, tau)
+
+
+def test_a_plan_mixing_panel_widths_passes() -> None:
+    """Plans halve panels where rows × width exceeds the register budget; mix widths here."""
+    shape = load_config(DEFAULT_CONFIGS).for_shape(2, 45)
+    widths = (8, 16, 8, 16)
+    cols = (0, 8, 24, 32)
+    steps = tuple(
+        PanelStep(col=c, nb=w, block_m=next_pow2(45 - c), warps=1)
+        for c, w in zip(cols, widths, strict=True)
+    )
+    plan = Plan(n=45, steps=steps, t_width=16, shape=shape)
+    a = torch.randn(2, 45, 45, device=DEVICE)
+    out = Buffers.allocate(a, plan)
+    patch_scalar_index()
+    run_plan(a, plan, out)
+    _assert_passes(a, out.h, out.tau)
+
+
+def test_transposed_and_strided_inputs_pass_and_are_not_mutated() -> None:
+    base = torch.randn(3, 36, 72, device=DEVICE)
+    strided = base[:, :, ::2]
+    transposed = torch.randn(3, 36, 36, device=DEVICE).mT
+    for a in (strided, transposed):
+        before = a.clone()
+        h, tau = geqrf(a)
+        assert torch.equal(a, before)
+        assert h.is_contiguous()
+        _assert_passes(a, h, tau)
+
+
+def test_exactly_zero_columns_get_tau_exactly_zero() -> None:
+    a = generate_input(Spec(batch=2, n=40, cond=0, case="rankdef", seed=11), device=DEVICE)
+    h, tau = geqrf(a)
+    _assert_passes(a, h, tau)
+    assert torch.all(tau[:, 30:-1] == 0)
+    assert torch.all(h[:, 31:, 30:-1] == 0)
+
+
+@pytest.mark.parametrize("magnitude", [1e-30, 1e30])
+def test_extreme_magnitudes_are_rescaled_exactly(magnitude: float) -> None:
+    base = torch.randn(2, 40, 40, device=DEVICE)
+    h_ref, tau_ref = geqrf(base)
+    h, tau = geqrf(base * magnitude)
+    _assert_passes(base * magnitude, h, tau)
+    assert torch.allclose(tau, tau_ref, atol=1e-5)
+    assert torch.allclose(torch.triu(h) / magnitude, torch.triu(h_ref), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    ("bad", "error", "match"),
+    [
+        (torch.zeros(2, 4, 4, dtype=torch.float64), TypeError, "float32"),
+        (torch.zeros(4, 4), ValueError, "3-D"),
+        (torch.zeros(2, 4, 5), ValueError, "square"),
+        ([[1.0]], TypeError, "torch.Tensor"),
+    ],
+)
+def test_bad_input_raises_a_clear_error(bad: object, error: type, match: str) -> None:
+    with pytest.raises(error, match=match):
+        geqrf(bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("poison", [float("nan"), float("inf")])
+@pytest.mark.parametrize("n", [8, 40])
+def test_nan_or_inf_in_a_raises(poison: float, n: int) -> None:
+    a = torch.randn(2, n, n, device=DEVICE)
+    a[1, n // 2, n - 1] = poison
+    with pytest.raises(NonFiniteInputError, match="NaN or Inf"):
+        geqrf(a)
+
+
+def test_cpu_tensor_without_the_interpreter_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    from triton import knobs
+
+    monkeypatch.setattr(knobs.runtime, "interpret", False)
+    with pytest.raises(ValueError, match="needs a CUDA tensor"):
+        geqrf(torch.zeros(1, 2, 2))
+
+
+def test_empty_batch_and_empty_matrices_return_empty_factors() -> None:
+    for shape in ((0, 5, 5), (3, 0, 0)):
+        h, tau = geqrf(torch.zeros(shape, device=DEVICE))
+        assert h.shape == shape and tau.shape == (shape[0], shape[1])
+
+
+def test_panel_kernel_matches_the_reference_panel_and_its_t() -> None:
+    patch_scalar_index()
+    batch, n, nb = 2, 40, 16  # a tall panel: every reflector has τ ≠ 0, as build_t assumes
+    a = torch.randn(batch, n, n, device=DEVICE)
+    h = a.clone()
+    tau = torch.zeros(batch, n, device=DEVICE)
+    t = torch.zeros(batch, nb, nb, device=DEVICE)
+    amax = torch.ones(batch, device=DEVICE)
+    col = 8
+    qr_panel_kernel[(batch,)](
+        h, h, tau, t, amax, n, col, *h.stride(), *h.stride(), n, nb * nb, nb,
+        BLOCK_M=32, NB=nb, SELF_SCALE=False, PAIR_REDUCE=torch.cuda.is_available(),
+    )  # fmt: skip
+    ref_panel, ref_tau = blocked_wy.factor_panel(a[:, col:, col : col + nb])
+    _, ref_t = blocked_wy.build_t(blocked_wy.unit_lower(ref_panel), ref_tau)
+    assert torch.allclose(h[:, col:, col : col + nb], ref_panel, atol=1e-5)
+    assert torch.allclose(tau[:, col : col + nb], ref_tau, atol=1e-5)
+    assert torch.allclose(t, ref_t, atol=1e-4)
+    assert torch.equal(h[:, :col], a[:, :col])
+    assert torch.equal(h[:, :, col + nb :], a[:, :, col + nb :])
+
+
+def test_update_kernel_matches_the_reference_block_reflector() -> None:
+    patch_scalar_index()
+    batch, n, col, nb = 2, 40, 8, 16
+    a = torch.randn(batch, n, n, device=DEVICE)
+    panel, tau = blocked_wy.factor_panel(a[:, col:, col : col + nb])
+    v, t = blocked_wy.build_t(blocked_wy.unit_lower(panel), tau)
+    h = a.clone()
+    h[:, col:, col : col + nb] = panel
+    amax = torch.ones(batch, device=DEVICE)
+    qr_update_kernel[(batch, 2)](
+        h, h, t.contiguous(), amax, n, col, nb, *h.stride(), *h.stride(), nb * nb, nb,
+        NBP=16, BM=16, BN=16, PRECISION="ieee",
+    )  # fmt: skip
+    expected = blocked_wy.apply_block_reflector_t(v, t, a[:, col:, col + nb :])
+    assert torch.allclose(h[:, col:, col + nb :], expected, atol=1e-4)
+    assert torch.equal(h[:, :col], a[:, :col])
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_every_qr_v2_test_spec_passes_on_the_gpu() -> None:
+    from kernels.suites import get_suite
+
+    for spec in get_suite("qr_v2").tests:
+        a = generate_input(spec, device="cuda")
+        h, tau = geqrf(a)
+        result = check_factors(a, h, tau)
+        assert result.ok, f"{spec.label}: {result.reason}"
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_graph_replay_gives_fresh_outputs_equal_to_eager(tmp_path: Path) -> None:
+    eager = _solver_with(tmp_path, graph=False)
+    graphed = FastGeqrf(load_config(DEFAULT_CONFIGS))
+    a1, a2 = torch.randn(2, 40, 176, 176, device="cuda")
+    h1, tau1 = graphed(a1)
+    h2, _ = graphed(a2)
+    assert not torch.equal(h1, h2)
+    h_eager, tau_eager = eager(a1)
+    assert torch.equal(h1, h_eager) and torch.equal(tau1, tau_eager)
