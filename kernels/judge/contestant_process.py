@@ -12,6 +12,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
+
 from kernels.judge.processes import kill_tree, tree_rss_bytes
 from kernels.judge.protocol import (
     ChannelClosed,
@@ -73,16 +75,27 @@ class ContestantProcess:
             with contextlib.suppress(OSError, ValueError):
                 resource.prlimit(self._proc.pid, resource.RLIMIT_DATA, limits)
         self._reader = LineReader(self._reply_read)
+        self._seq = 0
+        self._ps = psutil.Process(self._proc.pid)
 
     @property
     def pid(self) -> int:
         return self._proc.pid
 
+    def cpu_time_ns(self) -> int:
+        """User plus system CPU time of all the contestant's threads so far."""
+        try:
+            times = self._ps.cpu_times()
+        except psutil.NoSuchProcess:
+            return 0
+        return int((times.user + times.system) * 1e9)
+
     def ask(self, message: dict, timeout_s: float, phase: str) -> Exchange:
         """Send one command and wait for its reply, watching liveness, memory and the deadline."""
+        self._seq += 1
         start = time.perf_counter_ns()
         try:
-            write_all(self._cmd_write, encode(message))
+            write_all(self._cmd_write, encode({**message, "seq": self._seq}))
         except (BrokenPipeError, OSError):
             raise self._death(phase) from None
         deadline = time.monotonic() + timeout_s
@@ -104,6 +117,13 @@ class ContestantProcess:
         except ProtocolError as exc:
             self.kill()
             raise ContestantFailure("protocol", f"{phase}: {exc}") from None
+        if reply.get("seq") != self._seq:
+            self.kill()
+            raise ContestantFailure(
+                "protocol",
+                f"{phase}: a reply arrived out of sequence; something other than the harness "
+                "wrote to the judge's channel",
+            )
         return Exchange(reply, elapsed)
 
     def _watch(self, phase: str) -> None:

@@ -1,9 +1,12 @@
-"""Timing integrity: does the referee's own clock agree with the time the contestant claims?
+"""Timing integrity: does the referee's own accounting agree with the time the contestant claims?
 
-Before the candidate is imported, the referee times the contestant's harness doing no work
-(`Calibration`). Afterwards, for each timed repetition, time the referee saw but the claimed
-events did not cover — beyond that calibrated overhead — is unaccounted. Work on a side stream,
-a patched timer, or work deferred into the next repetition's preparation all land there.
+Before the candidate is imported, the referee runs whole repetition cycles (prepare, timed
+window, inspect) through the contestant's harness with a kernel that does no work, once per
+spec; that is the harness's own cost (`CycleBaseline`). Afterwards, every timed cycle should cost
+about that plus the claimed kernel time. Time beyond it is unaccounted: a patched timer, work on
+a side stream, a forged early reply, or work deferred into preparation or inspection. On the CPU
+a background thread can hide work on a spare core, so CPU time spent outside the timed window
+is accounted the same way.
 """
 
 from __future__ import annotations
@@ -12,35 +15,49 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
-MIN_SLACK_NS = 500_000
-RELATIVE_SLACK = 0.2
+# CPU time is read in scheduler ticks (10 ms), so it is judged over the sum of all repetitions.
+MIN_CPU_SLACK_NS = 20_000_000
+RELATIVE_CPU_SLACK = 0.5
 
 
 @dataclass(frozen=True)
-class Calibration:
-    """Harness overhead of a `go` window measured with a kernel that does nothing."""
+class Tolerance:
+    """Slack for unaccounted wall time.
 
-    go_overhead_median_ns: float
-    go_overhead_p90_ns: float
+    The larger of a floor and a share of the claimed time, plus a share of the harness's own
+    calibrated cycle: on a loaded host every phase stretches, the harness's included.
+    """
 
-    @classmethod
-    def from_samples(cls, overheads_ns: Sequence[float]) -> Calibration:
-        ordered = sorted(overheads_ns)
-        p90 = ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))]
-        return cls(statistics.median(ordered), p90)
+    min_slack_ns: float
+    relative_slack: float
+    harness_slack: float
 
-    def to_dict(self) -> dict[str, float]:
-        return asdict(self)
+
+# A GPU host is quiet while the device works; CPU cycles share cores with the candidate's own
+# threads and with whatever else the host runs, so they get far more room.
+CUDA_TOLERANCE = Tolerance(min_slack_ns=500_000, relative_slack=0.25, harness_slack=0.5)
+CPU_TOLERANCE = Tolerance(min_slack_ns=3_000_000, relative_slack=0.5, harness_slack=2.0)
 
 
 @dataclass(frozen=True)
-class RepetitionTiming:
-    """One timed repetition as both sides saw it, in nanoseconds."""
+class Cycle:
+    """One repetition as the referee saw it, in nanoseconds."""
 
-    claimed_ns: float  # the contestant's events over the whole window
-    window_ns: float  # the referee's clock from `go` sent to reply read
-    prepare_ns: float  # the referee's clock over the preparation before it
-    prepare_baseline_ns: float  # the same preparation before the candidate was loaded
+    claimed_ns: float  # the contestant's events over the timed window
+    window_ns: float  # referee's clock, `go` sent → reply read
+    cycle_ns: float  # referee's clock over prepare + go + inspect
+    cpu_outside_ns: float  # contestant CPU time spent outside the timed window
+    exported: bool
+
+
+@dataclass(frozen=True)
+class CycleBaseline:
+    """The same cycle with a kernel that does nothing, measured before the candidate loaded."""
+
+    cycle_ns: float
+    export_cycle_ns: float
+    cpu_outside_ns: float
+    jitter_ns: float
 
 
 @dataclass(frozen=True)
@@ -48,33 +65,52 @@ class IntegrityVerdict:
     """`ok` is False when unaccounted time exceeds what noise explains."""
 
     ok: bool
-    unaccounted_median_ns: float
+    unaccounted_ns: float
     allowed_ns: float
+    cpu_unaccounted_ns: float
+    cpu_allowed_ns: float
     reason: str
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
 
 
-def judge_integrity(reps: Sequence[RepetitionTiming], calibration: Calibration) -> IntegrityVerdict:
-    """Median unaccounted time against calibrated jitter plus max(0.5 ms, 20% of claimed)."""
-    if not reps:
-        return IntegrityVerdict(True, 0.0, 0.0, "")
-    unaccounted = [
-        max(0.0, r.prepare_ns - r.prepare_baseline_ns)
-        + (r.window_ns - r.claimed_ns - calibration.go_overhead_median_ns)
-        for r in reps
-    ]
-    median_unaccounted = statistics.median(unaccounted)
-    median_claimed = statistics.median(r.claimed_ns for r in reps)
-    jitter = calibration.go_overhead_p90_ns - calibration.go_overhead_median_ns
-    allowed = jitter + max(MIN_SLACK_NS, RELATIVE_SLACK * median_claimed)
-    if median_unaccounted <= allowed:
-        return IntegrityVerdict(True, median_unaccounted, allowed, "")
+def judge_integrity(
+    cycles: Sequence[Cycle], baseline: CycleBaseline, tolerance: Tolerance
+) -> IntegrityVerdict:
+    """Median unaccounted wall time (plain and exported cycles) and total unaccounted CPU time."""
+    if not cycles:
+        return IntegrityVerdict(True, 0.0, 0.0, 0.0, 0.0, "")
+    claimed = statistics.median(c.claimed_ns for c in cycles)
+    allowed = baseline.jitter_ns + max(tolerance.min_slack_ns, tolerance.relative_slack * claimed)
+    claimed_total = sum(c.claimed_ns for c in cycles)
+    cpu_allowed = max(MIN_CPU_SLACK_NS, RELATIVE_CPU_SLACK * claimed_total)
+    unaccounted = 0.0
+    for exported in (False, True):
+        group = [c for c in cycles if c.exported == exported]
+        if not group:
+            continue
+        base = baseline.export_cycle_ns if exported else baseline.cycle_ns
+        extra = statistics.median(c.cycle_ns - c.claimed_ns - base for c in group)
+        limit = allowed + tolerance.harness_slack * base
+        if extra > limit:
+            return _failed(extra, limit, 0.0, cpu_allowed, claimed, "wall-clock")
+        unaccounted = max(unaccounted, extra)
+    cpu_extra = sum(c.cpu_outside_ns - baseline.cpu_outside_ns for c in cycles)
+    if cpu_extra > cpu_allowed:
+        return _failed(unaccounted, allowed, cpu_extra, cpu_allowed, claimed, "CPU")
+    return IntegrityVerdict(True, unaccounted, allowed, cpu_extra, cpu_allowed, "")
+
+
+def _failed(
+    extra: float, limit: float, cpu_extra: float, cpu_limit: float, claimed: float, clock: str
+) -> IntegrityVerdict:
+    seen, allowed = (extra, limit) if clock == "wall-clock" else (cpu_extra, cpu_limit)
+    per = "per repetition" if clock == "wall-clock" else "over all repetitions"
     reason = (
-        f"timing integrity: the referee's clock saw {median_unaccounted / 1e6:.3f} ms per "
-        f"repetition that the candidate's timed window did not account for (allowed "
-        f"{allowed / 1e6:.3f} ms; claimed {median_claimed / 1e6:.3f} ms). Work escaped the "
-        "timer (a side stream, deferred work) or the timer was tampered with."
+        f"timing integrity: the referee's {clock} accounting found {seen / 1e6:.3f} ms {per} "
+        f"that the candidate's timed window did not cover (allowed {allowed / 1e6:.3f} "
+        f"ms; claimed {claimed / 1e6:.3f} ms). Work escaped the timer (another stream or thread, "
+        "deferred work) or the timer or the harness was tampered with."
     )
-    return IntegrityVerdict(False, median_unaccounted, allowed, reason)
+    return IntegrityVerdict(False, extra, limit, cpu_extra, cpu_limit, reason)
