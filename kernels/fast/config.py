@@ -35,6 +35,8 @@ class ShapeConfig:
     """Register budget of the panel program: rows × columns; wider panels are halved to fit."""
     panel_elems_per_thread: int
     """Panel elements each thread holds; sets the panel program's warps."""
+    panel_pair_reduce: bool
+    """One two-output reduction per reflector instead of two sums (GPU only; slow interpreted)."""
     update_block_m: int
     """Rows per step of the trailing-update programs."""
     update_block_n: int

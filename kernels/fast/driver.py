@@ -40,7 +40,7 @@ class Buffers:
 
 def run_plan(a: torch.Tensor, plan: Plan, out: Buffers) -> None:
     """Factor `a` (batch × n × n, any strides) into `out` by the launches `plan` lists."""
-    batch, n = a.shape[0], plan.n
+    batch, n, shape = a.shape[0], plan.n, plan.shape
     single = len(plan.steps) == 1
     if not single:
         out.amax.zero_()
@@ -48,7 +48,6 @@ def run_plan(a: torch.Tensor, plan: Plan, out: Buffers) -> None:
         qr_amax_kernel[grid](
             a, out.amax, n, *a.stride(), BLOCK_R=AMAX_BLOCK_R, BLOCK_C=AMAX_BLOCK_C
         )
-    shape = plan.shape
     h, t = out.h, out.t
     for index, step in enumerate(plan.steps):
         src = a if index == 0 else h
@@ -68,7 +67,7 @@ def run_plan(a: torch.Tensor, plan: Plan, out: Buffers) -> None:
             BLOCK_M=step.block_m,
             NB=step.nb,
             SELF_SCALE=single,
-            PAIR_REDUCE=a.is_cuda,
+            PAIR_REDUCE=shape.panel_pair_reduce and a.is_cuda,
             num_warps=step.warps,
         )
         trailing = n - step.col - step.nb
