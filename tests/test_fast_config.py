@@ -1,12 +1,14 @@
 """The fast kernel's configs file: the shipped one is valid, and bad ones are refused clearly."""
 
+import dataclasses
+import itertools
 import tomllib
 from pathlib import Path
 
 import pytest
 
 from kernels.fast.config import DEFAULT_CONFIGS, ConfigError, load_config, parse_config
-from kernels.fast.plan import make_plan
+from kernels.fast.plan import TFactorOp, UpdateOp, make_plan
 
 
 def _shipped() -> dict:
@@ -70,13 +72,25 @@ def test_plan_covers_every_column_and_halves_panels_to_fit_the_register_budget()
     config = load_config(DEFAULT_CONFIGS)
     for n in (1, 31, 33, 100, 512, 1000, 4096):
         shape = config.for_shape(2, n)
-        plan = make_plan(n, shape)
+        plan = make_plan(2, n, shape)
         assert plan is not None
-        assert plan.steps[0].col == 0
-        for step, following in zip(plan.steps, plan.steps[1:], strict=False):
-            assert following.col == step.col + step.nb
-        last = plan.steps[-1]
-        assert last.col < n <= last.col + last.nb
-        for step in plan.steps:
-            assert step.block_m >= n - step.col
-            assert step.block_m * step.nb <= shape.max_panel_elems
+        panels = plan.panels
+        assert panels[0].col == 0
+        for panel, following in itertools.pairwise(panels):
+            assert following.col == panel.col + panel.nb
+        assert panels[-1].col < n <= panels[-1].col + panels[-1].nb
+        for panel in panels:
+            assert panel.block_m >= n - panel.col
+            assert panel.block_m * panel.nb <= shape.max_panel_elems
+            assert panel.t_offset + panel.nb <= plan.t_width
+
+
+def test_blocks_update_the_trailing_matrix_once_each() -> None:
+    shape = dataclasses.replace(
+        load_config(DEFAULT_CONFIGS).for_shape(2, 512), block_width=128, panel_width=32
+    )
+    plan = make_plan(640, 512, shape)
+    assert plan is not None
+    trailing = [op for op in plan.ops if isinstance(op, UpdateOp) and op.c_end == 512]
+    assert [op.c_start for op in trailing] == [128, 256, 384]
+    assert sum(isinstance(op, TFactorOp) for op in plan.ops) == 4

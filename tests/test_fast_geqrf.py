@@ -17,7 +17,8 @@ from kernels.fast.driver import Buffers, run_plan
 from kernels.fast.geqrf import FastGeqrf, NonFiniteInputError, geqrf
 from kernels.fast.interpret import patch_scalar_index
 from kernels.fast.panel import qr_panel_kernel
-from kernels.fast.plan import PanelStep, Plan, next_pow2
+from kernels.fast.plan import PanelOp, Plan, UpdateOp, next_pow2
+from kernels.fast.tfactor import qr_tfactor_kernel
 from kernels.fast.update import qr_update_kernel
 from kernels.generators import generate_input
 from kernels.suites import Spec
@@ -81,16 +82,31 @@ def test_narrow_panels_padded_for_tl_dot_still_pass(tmp_path: Path) -> None:
     _assert_passes(a, h, tau)
 
 
+@pytest.mark.parametrize(
+    "knobs",
+    [
+        {"block_width": 64, "panel_width": 16, "update_split_below": 0},
+        {"block_width": 32, "panel_width": 8, "update_split_below": 1056, "update_split_rows": 32},
+    ],
+)
+def test_blocks_of_several_panels_and_row_split_updates_pass(
+    tmp_path: Path, knobs: dict[str, object]
+) -> None:
+    solver = _solver_with(tmp_path, **knobs)
+    a = generate_input(Spec(batch=3, n=70, cond=2, case="mixed", seed=5), device=DEVICE)
+    h, tau = solver(a)
+    _assert_passes(a, h, tau)
+
+
 def test_a_plan_mixing_panel_widths_passes() -> None:
     """Plans halve panels where rows × width exceeds the register budget; mix widths here."""
     shape = load_config(DEFAULT_CONFIGS).for_shape(2, 45)
-    widths = (8, 16, 8, 16)
-    cols = (0, 8, 24, 32)
-    steps = tuple(
-        PanelStep(col=c, nb=w, block_m=next_pow2(45 - c), warps=1)
-        for c, w in zip(cols, widths, strict=True)
-    )
-    plan = Plan(n=45, steps=steps, t_width=16, shape=shape)
+    ops = []
+    for col, nb in ((0, 8), (8, 16), (24, 8), (32, 16)):
+        ops.append(PanelOp(col=col, nb=nb, block_m=next_pow2(45 - col), warps=1, t_offset=0))
+        if col + nb < 45:
+            ops.append(UpdateOp(col, nb, 16, 0, col + nb, 45, slab_rows=0))
+    plan = Plan(batch=2, n=45, ops=tuple(ops), t_width=16, w_width=0, shape=shape)
     a = torch.randn(2, 45, 45, device=DEVICE)
     out = Buffers.allocate(a, plan)
     patch_scalar_index()
@@ -197,12 +213,32 @@ def test_update_kernel_matches_the_reference_block_reflector() -> None:
     h[:, col:, col : col + nb] = panel
     amax = torch.ones(batch, device=DEVICE)
     qr_update_kernel[(batch, 2)](
-        h, h, t.contiguous(), amax, n, col, nb, *h.stride(), *h.stride(), nb * nb, nb,
+        h, h, t.contiguous(), amax, n, col, nb, col + nb, n, *h.stride(), *h.stride(), nb * nb, nb,
         NBP=16, BM=16, BN=16, PRECISION="ieee",
     )  # fmt: skip
     expected = blocked_wy.apply_block_reflector_t(v, t, a[:, col:, col + nb :])
     assert torch.allclose(h[:, col:, col + nb :], expected, atol=1e-4)
     assert torch.equal(h[:, :col], a[:, :col])
+
+
+def test_tfactor_joins_the_panels_t_into_the_block_t() -> None:
+    patch_scalar_index()
+    batch, n, col, nb, width = 2, 40, 4, 8, 24
+    block, tau = blocked_wy.factor_panel(torch.randn(batch, n - col, width, device=DEVICE))
+    v = blocked_wy.unit_lower(block)
+    h = torch.randn(batch, n, n, device=DEVICE)
+    h[:, col:, col : col + width] = block
+    t = torch.full((batch, 32, 32), float("nan"), device=DEVICE)
+    for p in range(0, width, nb):
+        _, t_panel = blocked_wy.build_t(v[:, p:, p : p + nb], tau[:, p : p + nb])
+        t[:, p : p + nb, p : p + nb] = t_panel
+    qr_tfactor_kernel[(batch,)](
+        h, t, n, col, width, nb, *h.stride(), t.stride(0), t.stride(1),
+        KBP=32, BM=16, PRECISION="ieee",
+    )  # fmt: skip
+    _, expected = blocked_wy.build_t(v, tau)
+    assert torch.allclose(t[:, :width, :width], expected, atol=1e-4)
+    assert torch.all(t[:, width:] == 0) and torch.all(t[:, :, width:] == 0)
 
 
 @pytest.mark.gpu

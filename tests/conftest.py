@@ -1,0 +1,47 @@
+"""Shared fixtures: a tiny suite and a one-call judge for candidate files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from kernels.judge.report import JudgeReport
+from kernels.judge.runner import JudgeConfig, Timeouts, evaluate
+from kernels.suites import Spec, Suite
+
+ROOT = Path(__file__).resolve().parent.parent
+CHEATERS = Path(__file__).resolve().parent / "cheaters"
+CANDIDATES = ROOT / "kernels" / "candidates"
+
+TINY = Suite(
+    name="tiny",
+    tests=(Spec(3, 16, 1, "dense", 11), Spec(2, 24, 0, "rankdef", 12)),
+    benchmarks=(Spec(4, 16, 1, "dense", 21),),
+)
+
+FAST_TIMEOUTS = Timeouts(prepare=30, load=60, first_call=20, call=20, inspect=30, total=180)
+
+
+def judge(path: Path, mode: str = "test", **overrides: object) -> JudgeReport:
+    """Judge a file on the tiny suite on the CPU with the quick rule."""
+    settings: dict[str, object] = {
+        "suite": TINY,
+        "mode": mode,
+        "device": "cpu",
+        "rule": "quick",
+        "timeouts": FAST_TIMEOUTS,
+        "memory_limit_bytes": 3 * 2**30,
+    }
+    settings.update(overrides)
+    return evaluate(path, JudgeConfig(**settings))  # type: ignore[arg-type]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA device")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)

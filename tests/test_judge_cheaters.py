@@ -1,0 +1,141 @@
+"""The judge against candidates that break, cheat or attack it: each gets a clear verdict."""
+
+from __future__ import annotations
+
+import re
+
+import psutil
+import pytest
+
+from kernels.judge.runner import Timeouts
+from tests.conftest import CANDIDATES, CHEATERS, judge
+
+
+@pytest.fixture(autouse=True)
+def no_leftover_processes():
+    yield
+    leftovers = [p for p in psutil.Process().children(recursive=True) if p.status() != "zombie"]
+    assert leftovers == [], f"judge left processes behind: {leftovers}"
+
+
+def test_honest_candidate_passes_tests_and_benchmarks():
+    tested = judge(CANDIDATES / "blocked_wy.py")
+    assert tested.verdict == "pass", tested.reason
+    benched = judge(CANDIDATES / "blocked_wy.py", mode="bench")
+    assert benched.verdict == "pass", benched.reason
+    (spec,) = benched.specs
+    assert spec["stats"]["runs"] >= 3 and spec["stats"]["mean_ns"] > 0
+    assert spec["checks"] >= 2  # the warm-up and the last repetition, at least
+    assert benched.geomean_ns == pytest.approx(spec["stats"]["mean_ns"])
+
+
+def test_candidate_that_raises_is_an_error_with_its_traceback():
+    report = judge(CHEATERS / "raises.py")
+    assert report.verdict == "error"
+    assert "deliberate failure inside the candidate" in report.specs[0]["reason"]
+
+
+def test_candidate_that_hangs_times_out_and_leaves_no_process():
+    timeouts = Timeouts(prepare=30, load=60, first_call=3, call=3, inspect=30, total=120)
+    report = judge(CHEATERS / "hangs.py", timeouts=timeouts)
+    assert report.verdict == "timeout"
+    assert "no answer within 3 s" in report.reason
+    escapee = int(re.search(r"ESCAPEE_PID=(\d+)", report.candidate_output).group(1))
+    assert not psutil.pid_exists(escapee) or psutil.Process(escapee).status() == "zombie"
+    assert report.specs[1]["status"] == "timeout"
+    assert "not run" in report.specs[1]["reason"]
+
+
+def test_candidate_that_exits_is_a_crash_with_its_status():
+    report = judge(CHEATERS / "exits.py")
+    assert report.verdict == "crash"
+    assert "exited with status 3" in report.reason
+
+
+def test_candidate_that_segfaults_is_a_crash_naming_the_signal():
+    report = judge(CHEATERS / "segfaults.py")
+    assert report.verdict == "crash"
+    assert "SIGSEGV" in report.reason
+
+
+def test_candidate_that_allocates_without_bound_hits_the_memory_limit():
+    report = judge(CHEATERS / "allocates.py", memory_limit_bytes=2**30)
+    assert report.verdict == "memory", report.reason
+
+
+def test_candidate_that_writes_to_its_input_fails_the_mutation_rule():
+    report = judge(CHEATERS / "mutates_input.py")
+    assert report.verdict == "fail"
+    assert report.specs[0]["gate"] == "mutation"
+
+
+def test_candidate_that_returns_its_input_as_h_fails_the_alias_rule():
+    report = judge(CHEATERS / "returns_input.py")
+    assert report.verdict == "fail"
+    assert report.specs[0]["gate"] == "alias"
+    assert "shares memory with input" in report.specs[0]["reason"]
+
+
+def test_candidate_that_returns_the_same_output_twice_fails_the_alias_rule():
+    report = judge(CHEATERS / "same_output_twice.py", mode="bench")
+    assert report.verdict == "fail"
+    assert report.specs[0]["gate"] == "alias"
+
+
+def test_content_cache_never_hits_because_every_repetition_has_fresh_inputs():
+    report = judge(CHEATERS / "caches_by_content.py", mode="bench")
+    assert report.verdict == "pass", report.reason
+    hits = [int(h) for h in re.findall(r"CACHE_HITS=(\d+)", report.candidate_output)]
+    assert hits and max(hits) == 0
+
+
+def test_address_cache_replaying_stale_answers_fails_the_gates():
+    report = judge(CHEATERS / "caches_by_address.py", mode="bench", recheck="all")
+    assert report.verdict == "fail"
+    assert report.specs[0]["gate"] == "factor"
+
+
+def test_fake_report_on_stdout_and_sprayed_frames_change_nothing():
+    report = judge(CHEATERS / "fake_report.py")
+    assert report.verdict == "fail"
+    assert report.geomean_ns is None
+    assert '"verdict": "pass"' in report.candidate_output  # kept for the human, not believed
+
+
+def test_forged_reply_in_the_harness_pipe_is_detected():
+    report = judge(CHEATERS / "forges_reply.py", mode="bench")
+    assert report.verdict == "fail"
+    assert "out of sequence" in report.reason
+
+
+def test_patched_harness_clock_fails_timing_integrity():
+    report = judge(CHEATERS / "patches_timer.py", mode="bench")
+    assert report.verdict == "fail"
+    assert report.specs[0]["gate"] == "integrity"
+
+
+def test_work_on_a_background_thread_does_not_pass():
+    report = judge(CHEATERS / "background_thread.py", mode="bench")
+    assert report.verdict == "fail"
+    assert report.specs[0]["gate"] in ("integrity", "factor", "finite")
+
+
+def test_candidate_that_kills_the_referee_is_a_crash_not_a_dead_caller():
+    report = judge(CHEATERS / "kills_referee.py")
+    assert report.verdict == "crash"
+    assert "judge process died" in report.reason
+
+
+def test_candidate_sees_no_api_keys(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-qrsup-test-secret")
+    monkeypatch.setenv("HF_TOKEN", "hf-qrsup-test-secret")
+    report = judge(CHEATERS / "reads_secrets.py")
+    assert report.verdict == "pass", report.reason
+    assert "SECRETS_FOUND={}" in report.candidate_output
+    assert "qrsup-test-secret" not in report.candidate_output
+
+
+def test_file_with_the_banned_word_is_rejected_before_running():
+    report = judge(CHEATERS / "mentions_the_banned_word.py")
+    assert report.verdict == "rejected"
+    assert "forbidden word 'stream'" in report.reason
