@@ -1,8 +1,10 @@
-"""Device-side dev run for the fast geqrf: check every qr_v2 test spec, time configs, profile.
+"""Device-side dev run for the fast geqrf: check, tune each shape class, re-check, profile.
 
-One call does it all so a scarce device lease is spent once: `python scripts/fast_dev.py --out D`
-writes D/dev.json and prints a short table last. Timings here steer config choices only; claims
-come from `qrsup bench`.
+One call does it all so a scarce device lease is spent once:
+`python scripts/fast_dev.py --out D [--write-configs]` writes D/dev.json and D/configs.toml (the
+fastest variant per shape class, by the geometric mean over the class's dense benchmark shapes)
+and prints a short summary last. Its timings steer config choices only; claims come from
+`qrsup bench`, which should run after it on the configs it wrote.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import torch
 import triton
 
 from kernels.checker import check_factors
-from kernels.fast.config import Config, load_config
+from kernels.fast.config import DEFAULT_CONFIGS, Config, dump_config, load_config
 from kernels.fast.geqrf import FastGeqrf
 from kernels.generators import generate_input
 from kernels.suites import Spec, get_suite
@@ -26,13 +28,34 @@ from kernels.suites import Spec, get_suite
 FLUSH_BYTES = 256 * 1024 * 1024
 MAX_INPUTS = 20
 
+# Knob changes tried per shape class, each against the class's shipped choice.
+VARIANTS: dict[str, list[dict[str, object]]] = {
+    "single-panel": [{"panel_elems_per_thread": 16}],
+    "small": [
+        {"panel_elems_per_thread": 64},
+        {"block_width": 64, "panel_elems_per_thread": 64},
+        {"panel_pair_reduce": True},
+    ],
+    "medium": [
+        {"block_width": 32},
+        {"block_width": 128},
+        {"panel_elems_per_thread": 128},
+        {"update_stages": 3},
+        {"panel_pair_reduce": True},
+    ],
+    "large": [
+        {"panel_elems_per_thread": 64},
+        {"block_width": 128},
+        {"update_split_rows": 512},
+        {"panel_width": 16},
+    ],
+}
 
-def solver_with(base: Config, batch: int, n: int, **knobs: object) -> FastGeqrf:
-    """A solver whose only (catch-all) class is the default class of (batch, n) with `knobs`."""
-    shape = dataclasses.replace(
-        base.for_shape(batch, n), name="variant", n_max=None, batch_max=None, **knobs
-    )
-    return FastGeqrf(dataclasses.replace(base, shapes=(shape,)))
+
+def with_class(base: Config, name: str, knobs: dict[str, object]) -> Config:
+    """`base` with the class called `name` changed by `knobs`."""
+    shapes = tuple(dataclasses.replace(s, **knobs) if s.name == name else s for s in base.shapes)
+    return dataclasses.replace(base, shapes=shapes)
 
 
 def check_suite(solver: FastGeqrf) -> list[dict]:
@@ -46,7 +69,6 @@ def check_suite(solver: FastGeqrf) -> list[dict]:
         first_s = time.perf_counter() - start
         if isinstance(factors, str):
             rows.append({"spec": spec.label, "ok": False, "reason": factors})
-            print(f"check {spec.label:28s} {factors}")
             continue
         result = check_factors(a, *factors)
         diag = result.diagnostics
@@ -55,12 +77,13 @@ def check_suite(solver: FastGeqrf) -> list[dict]:
                 "spec": spec.label,
                 "ok": result.ok,
                 "reason": result.reason,
-                "factor_scaled": diag.get("factor_scaled_max"),
-                "orth_scaled": diag.get("orthogonality_scaled_max"),
+                "factor_scaled": round(diag.get("factor_scaled_max", -1), 3),
+                "orth_scaled": round(diag.get("orthogonality_scaled_max", -1), 3),
                 "first_call_s": round(first_s, 3),
             }
         )
-        print(f"check {spec.label:28s} ok={result.ok} {diag.get('factor_scaled_max', 0):.2f}")
+    bad = [r for r in rows if not r["ok"]]
+    print(f"checks: {len(rows) - len(bad)}/{len(rows)} pass", *[f"\n  {r}" for r in bad])
     return rows
 
 
@@ -79,11 +102,38 @@ def time_spec(solver: FastGeqrf, spec: Spec, reps: int = 5) -> float:
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         for a in inputs:
-            solver(a)
+            solver(a, check_finite=False)
         end.record()
         torch.cuda.synchronize()
         per_call.append(start.elapsed_time(end) / count)
     return sorted(per_call)[len(per_call) // 2]
+
+
+def tune(base: Config, bench: tuple[Spec, ...], deadline: float) -> tuple[Config, list[dict]]:
+    """Per class, keep the variant with the lowest geomean over its dense benchmark shapes;
+    variants not started by `deadline` (perf_counter seconds) are skipped."""
+    log = []
+    chosen = base
+    for name, variants in VARIANTS.items():
+        specs = [
+            s for s in bench if s.case == "dense" and base.for_shape(s.batch, s.n).name == name
+        ]
+        best_knobs, best_ms = None, math.inf
+        for knobs in [{}, *variants]:
+            if knobs and time.perf_counter() > deadline:
+                break
+            config = with_class(chosen, name, knobs)
+            solver = FastGeqrf(config)
+            times = [_attempt(lambda s=s, f=solver: time_spec(f, s, reps=3)) for s in specs]
+            ok = all(isinstance(t, float) for t in times)
+            score = math.exp(sum(math.log(t) for t in times) / len(times)) if ok else math.inf
+            log.append({"class": name, "knobs": knobs, "ms": times, "geomean_ms": score})
+            print(f"tune {name:12s} {json.dumps(knobs):60s} {score:9.4f} {times}")
+            if score < best_ms:
+                best_knobs, best_ms = knobs, score
+        if best_knobs:
+            chosen = with_class(chosen, name, best_knobs)
+    return chosen, log
 
 
 def profile_spec(solver: FastGeqrf, spec: Spec) -> list[dict]:
@@ -91,47 +141,22 @@ def profile_spec(solver: FastGeqrf, spec: Spec) -> list[dict]:
     a = generate_input(spec, device="cuda")
     solver(a)
     torch.cuda.synchronize()
-    activities = [torch.profiler.ProfilerActivity.CUDA]
-    with torch.profiler.profile(activities=activities) as prof:
-        solver(a)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        solver(a, check_finite=False)
         torch.cuda.synchronize()
-    rows = []
-    for event in prof.key_averages():
-        total_us = event.device_time_total
-        if total_us > 0:
-            rows.append({"kernel": event.key[:60], "calls": event.count, "us": round(total_us)})
-    return sorted(rows, key=lambda r: -r["us"])[:8]
-
-
-def variants() -> list[tuple[str, tuple[int, int], dict[str, object]]]:
-    """Config points to compare, per benchmark shape of interest."""
-    points: list[tuple[str, tuple[int, int], dict[str, object]]] = []
-    for shape in ((640, 512), (60, 1024)):
-        points += [
-            ("pair", shape, {"panel_pair_reduce": True}),
-            ("pw64", shape, {"panel_width": 64, "panel_pair_reduce": True}),
-            ("ept64", shape, {"panel_elems_per_thread": 64, "panel_pair_reduce": True}),
-            ("bm32bn64", shape, {"update_block_m": 32, "panel_pair_reduce": True}),
-            ("bm64bn128w8", shape, {"update_block_n": 128, "update_warps": 8}),
-            ("ieee", shape, {"update_precision": "ieee", "panel_pair_reduce": True}),
-        ]
-    points += [
-        ("pair", (60, 1024), {"panel_pair_reduce": True, "max_panel_elems": 16384}),
-        ("pair", (8, 2048), {"panel_pair_reduce": True}),
-        ("pair", (2, 4096), {"panel_pair_reduce": True}),
-        ("budget64k", (2, 4096), {"panel_pair_reduce": True, "max_panel_elems": 65536}),
-        ("nograph", (40, 352), {"graph": False}),
-        ("pair", (40, 352), {"panel_pair_reduce": True}),
-        ("pair", (40, 176), {"panel_pair_reduce": True}),
-        ("pair", (20, 32), {"panel_pair_reduce": True}),
+    rows = [
+        {"kernel": e.key[:40], "calls": e.count, "us": round(e.device_time_total)}
+        for e in prof.key_averages()
+        if e.device_time_total > 0
     ]
-    return points
+    return sorted(rows, key=lambda r: -r["us"])[:6]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--skip-variants", action="store_true")
+    parser.add_argument("--write-configs", action="store_true", help="replace the shipped file")
+    parser.add_argument("--tune-s", type=float, default=240.0, help="time allowed for tuning")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     report: dict[str, object] = {
@@ -141,40 +166,29 @@ def main() -> None:
         "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
     }
     base = load_config()
-    default = FastGeqrf(base)
-    report["checks"] = check_suite(default)
+    report["checks_shipped"] = check_suite(FastGeqrf(base))
     _save(args.out, report)
 
     bench = get_suite("qr_v2").benchmarks
-    timings = {}
-    for spec in bench:
-        timings[spec.label] = _attempt(lambda spec=spec: time_spec(default, spec))
-        print(f"time  {spec.label:28s} {timings[spec.label]}")
-    report["default_ms"] = timings
-    ok_times = [v for v in timings.values() if isinstance(v, float)]
-    if len(ok_times) == len(bench):
-        report["default_geomean_ms"] = math.exp(sum(map(math.log, ok_times)) / len(ok_times))
+    tuned, report["tuning"] = tune(base, bench, time.perf_counter() + args.tune_s)
+    header = [line for line in DEFAULT_CONFIGS.read_text().splitlines() if line.startswith("#")]
+    text = "\n".join(header) + "\n\n" + dump_config(tuned)
+    (args.out / "configs.toml").write_text(text)
+    if args.write_configs:
+        DEFAULT_CONFIGS.write_text(text)
     _save(args.out, report)
 
-    profiles = {}
-    for spec in bench[3:7]:
-        profiles[spec.label] = _attempt(lambda spec=spec: profile_spec(default, spec))
-    report["profiles"] = profiles
+    solver = FastGeqrf(tuned)
+    report["checks_tuned"] = check_suite(solver)
+    timings = {s.label: _attempt(lambda s=s: time_spec(solver, s)) for s in bench}
+    report["tuned_ms"] = timings
+    if all(isinstance(v, float) for v in timings.values()):
+        report["tuned_geomean_ms"] = math.exp(sum(map(math.log, timings.values())) / len(bench))
+    report["profiles"] = {s.label: _attempt(lambda s=s: profile_spec(solver, s)) for s in bench[:7]}
     _save(args.out, report)
-
-    if not args.skip_variants:
-        sweep = []
-        by_shape = {(s.batch, s.n): s for s in bench if s.case == "dense"}
-        for name, (batch, n), knobs in variants():
-            solver = _attempt(lambda b=batch, n=n, k=knobs: solver_with(base, b, n, **k))
-            ms = _attempt(lambda s=solver, sp=by_shape[(batch, n)]: time_spec(s, sp, reps=3))
-            sweep.append({"variant": name, "shape": f"{batch}x{n}", "knobs": knobs, "ms": ms})
-            print(f"sweep {batch}x{n} {name:12s} {ms}")
-            _save(args.out, report | {"sweep": sweep})
-        report["sweep"] = sweep
-    _save(args.out, report)
-    print(json.dumps(report.get("default_ms"), indent=1))
-    print("geomean", report.get("default_geomean_ms"))
+    for label, ms in timings.items():
+        print(f"{label:24s} {ms}")
+    print("tuned geomean ms", report.get("tuned_geomean_ms"))
 
 
 def _attempt(body: object) -> object:

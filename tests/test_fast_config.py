@@ -7,7 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from kernels.fast.config import DEFAULT_CONFIGS, ConfigError, load_config, parse_config
+from kernels.fast.config import (
+    DEFAULT_CONFIGS,
+    ConfigError,
+    dump_config,
+    load_config,
+    parse_config,
+)
 from kernels.fast.plan import TFactorOp, UpdateOp, make_plan
 
 
@@ -91,6 +97,14 @@ def test_blocks_update_the_trailing_matrix_once_each() -> None:
     )
     plan = make_plan(640, 512, shape)
     assert plan is not None
-    trailing = [op for op in plan.ops if isinstance(op, UpdateOp) and op.c_end == 512]
+    trailing = [op for op in plan.ops if isinstance(op, UpdateOp) and op.nb == 128]
     assert [op.c_start for op in trailing] == [128, 256, 384]
     assert sum(isinstance(op, TFactorOp) for op in plan.ops) == 4
+
+
+def test_dumped_configs_read_back_unchanged(tmp_path: Path) -> None:
+    config = load_config(DEFAULT_CONFIGS)
+    path = tmp_path / "configs.toml"
+    path.write_text(dump_config(config))
+    again = load_config(path)
+    assert again.space == config.space and again.shapes == config.shapes

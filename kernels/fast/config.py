@@ -29,8 +29,10 @@ class ShapeConfig:
     """Largest n of the class; None means unbounded."""
     batch_max: int | None
     """Largest batch of the class; None means unbounded."""
+    block_width: int
+    """Columns per block: the trailing matrix is updated once per block (≥ the panel width)."""
     panel_width: int
-    """Columns per panel (the block reflector's width) while the register budget allows it."""
+    """Columns per panel while the register budget allows it; panels of a block are joined."""
     max_panel_elems: int
     """Register budget of the panel program: rows × columns; wider panels are halved to fit."""
     panel_elems_per_thread: int
@@ -45,6 +47,10 @@ class ShapeConfig:
     """Warps per update program."""
     update_stages: int
     """Software-pipelining depth of the update's row loops."""
+    update_split_below: int
+    """Row-split the update when batch × column blocks is below this many programs (0: never)."""
+    update_split_rows: int
+    """Rows per program of the row-split update's Vᵀ·C sum."""
     update_precision: str
     """tl.dot precision of the products that contract against the trailing matrix."""
     graph: bool
@@ -100,6 +106,27 @@ def parse_config(raw: dict[str, object], source: Path) -> Config:
     return Config(space=space, shapes=shapes, source=source)
 
 
+def dump_config(config: Config) -> str:
+    """TOML text that `parse_config` reads back as `config` (how a tuner writes its choice)."""
+    lines = ["[space]"]
+    lines += [
+        f"{key} = [{', '.join(_toml(v) for v in values)}]" for key, values in config.space.items()
+    ]
+    for shape in config.shapes:
+        lines += ["", "[[shape]]", f"name = {_toml(shape.name)}"]
+        lines += [f"{key} = {_toml(getattr(shape, key))}" for key in _BOUNDS if getattr(shape, key)]
+        lines += [f"{key} = {_toml(getattr(shape, key))}" for key in _KNOBS]
+    return "\n".join(lines) + "\n"
+
+
+def _toml(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return str(value)
+
+
 def _parse_space(raw: object, source: Path) -> dict[str, tuple[object, ...]]:
     if not isinstance(raw, dict):
         raise ConfigError(f"{source}: needs a [space] table")
@@ -136,7 +163,13 @@ def _parse_shape(raw: object, space: dict[str, tuple[object, ...]], where: str) 
             raise ConfigError(f"{where}: {key} = {raw[key]!r} is outside the space {space[key]}")
         values[key] = raw[key]
     shape = ShapeConfig(**values)  # type: ignore[arg-type]
-    for key in ("panel_width", "max_panel_elems", "update_block_m", "update_block_n"):
+    for key in (
+        "block_width",
+        "panel_width",
+        "max_panel_elems",
+        "update_block_m",
+        "update_block_n",
+    ):
         value = getattr(shape, key)
         if value & (value - 1):
             raise ConfigError(f"{where}: {key} = {value} must be a power of two")

@@ -36,7 +36,7 @@ class FastGeqrf:
         if a.numel() == 0:
             return a.clone(memory_format=torch.contiguous_format), a.new_zeros((batch, n))
         shape = self.config.for_shape(batch, n)
-        plan = make_plan(n, shape)
+        plan = make_plan(batch, n, shape)
         if plan is None:
             return _fallback(a, check_finite)
         if shape.graph and a.is_cuda:

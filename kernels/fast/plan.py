@@ -1,4 +1,10 @@
-"""Host-side schedule: which panels, at which widths and tile sizes, factor an n × n matrix."""
+"""Host-side schedule: the launches that factor a batch of n × n matrices, and their tile sizes.
+
+Columns go in blocks of `block_width`; a block is factored as panels of `panel_width` (halved
+until rows × width fits the panel program's register budget). After each panel but the last, the
+rest of its block is updated; then the block's T is joined from its panels' T's and the trailing
+matrix is updated once for the whole block. A block of one panel is the plain blocked algorithm.
+"""
 
 from __future__ import annotations
 
@@ -14,29 +20,63 @@ DOT_MIN = 16  # tl.dot needs every dimension ≥ 16
 
 
 @dataclass(frozen=True)
-class PanelStep:
-    """One panel: columns [col, col + nb) ∩ [0, n), factored by a block_m × nb register tile."""
+class PanelOp:
+    """Factor columns [col, col + nb) ∩ [0, n) with a block_m × nb register tile."""
 
     col: int
     nb: int
     block_m: int
     warps: int
+    t_offset: int
+    """Where its T goes on the diagonal of the block's T buffer."""
 
-    @property
-    def dot_width(self) -> int:
-        """The panel width as the update's tl.dot sees it: padded to at least 16."""
-        return max(DOT_MIN, self.nb)
+
+@dataclass(frozen=True)
+class UpdateOp:
+    """Apply the reflectors of columns [col, col + nb) (T at t_offset) to [c_start, c_end)."""
+
+    col: int
+    nb: int
+    dot_width: int
+    """nb padded to a power of two ≥ 16, the width tl.dot sees."""
+    t_offset: int
+    c_start: int
+    c_end: int
+    slab_rows: int
+    """0: one fused program per column block; else row slabs of this many rows (update_split)."""
+
+
+@dataclass(frozen=True)
+class TFactorOp:
+    """Join the T's of the panels of the block [col, col + width) into the block's T."""
+
+    col: int
+    width: int
+    nb: int
+    dot_width: int
+    warps: int
+
+
+Op = PanelOp | UpdateOp | TFactorOp
 
 
 @dataclass(frozen=True)
 class Plan:
-    """The panels of one n, with the trailing-update tiling shared by all of them."""
+    """Every launch of one factorization, in order, with the scratch sizes they need."""
 
+    batch: int
     n: int
-    steps: tuple[PanelStep, ...]
+    ops: tuple[Op, ...]
     t_width: int
-    """Side of the T buffer: the widest panel, padded to tl.dot's minimum."""
+    """Side of the T buffer."""
+    w_width: int
+    """Rows of the W buffer of the row-split update (0 when no update splits)."""
     shape: ShapeConfig
+
+    @property
+    def panels(self) -> tuple[PanelOp, ...]:
+        """The panel launches, left to right."""
+        return tuple(op for op in self.ops if isinstance(op, PanelOp))
 
 
 def next_pow2(x: int) -> int:
@@ -44,21 +84,62 @@ def next_pow2(x: int) -> int:
     return 1 << (x - 1).bit_length()
 
 
+def dot_width(width: int) -> int:
+    """A panel or block width as tl.dot sees it: a power of two, at least 16."""
+    return max(DOT_MIN, next_pow2(width))
+
+
 @functools.cache
-def make_plan(n: int, shape: ShapeConfig) -> Plan | None:
-    """The panel schedule for n under `shape`, or None when no panel fits the register budget."""
-    steps: list[PanelStep] = []
+def make_plan(batch: int, n: int, shape: ShapeConfig) -> Plan | None:
+    """The launches for batch × n × n under `shape`; None when no panel fits the register budget."""
+    ops: list[Op] = []
     col = 0
     while col < n:
-        block_m = max(MIN_BLOCK_M, next_pow2(n - col))
-        nb = shape.panel_width
-        while nb > MIN_PANEL_WIDTH and block_m * nb > shape.max_panel_elems:
-            nb //= 2
-        if block_m * nb > shape.max_panel_elems:
+        nb = _panel_width(n - col, shape)
+        if nb is None:
             return None
-        threads = block_m * nb // shape.panel_elems_per_thread
-        warps = min(MAX_WARPS, max(1, next_pow2(max(1, threads // 32))))
-        steps.append(PanelStep(col=col, nb=nb, block_m=block_m, warps=warps))
-        col += nb
-    t_width = max(DOT_MIN, max(step.nb for step in steps))
-    return Plan(n=n, steps=tuple(steps), t_width=t_width, shape=shape)
+        width = min(max(shape.block_width, nb), n - col)
+        end = col + width
+        for p in range(col, end, nb):
+            ops.append(_panel(p, nb, n, p - col, shape))
+            if p + nb < end:
+                ops.append(_update(batch, p, nb, p - col, p + nb, end, shape))
+        if width > nb:
+            warps = 4 if dot_width(width) <= 64 else 8
+            ops.append(TFactorOp(col, width, nb, dot_width(width), warps))
+        if end < n:
+            ops.append(_update(batch, col, width, 0, end, n, shape))
+        col = end
+    t_width = max(
+        [DOT_MIN]
+        + [op.t_offset + op.nb for op in ops if isinstance(op, PanelOp)]
+        + [op.dot_width for op in ops if not isinstance(op, PanelOp)]
+    )
+    split = [op.dot_width for op in ops if isinstance(op, UpdateOp) and op.slab_rows]
+    return Plan(batch, n, tuple(ops), t_width, max(split, default=0), shape)
+
+
+def _panel_width(rows: int, shape: ShapeConfig) -> int | None:
+    block_m = max(MIN_BLOCK_M, next_pow2(rows))
+    nb = shape.panel_width
+    while nb > MIN_PANEL_WIDTH and block_m * nb > shape.max_panel_elems:
+        nb //= 2
+    return nb if block_m * nb <= shape.max_panel_elems else None
+
+
+def _panel(col: int, nb: int, n: int, t_offset: int, shape: ShapeConfig) -> PanelOp:
+    block_m = max(MIN_BLOCK_M, next_pow2(n - col))
+    threads = block_m * nb // shape.panel_elems_per_thread
+    warps = min(MAX_WARPS, max(1, next_pow2(max(1, threads // 32))))
+    return PanelOp(col, nb, block_m, warps, t_offset)
+
+
+def _update(
+    batch: int, col: int, nb: int, t_offset: int, c_start: int, c_end: int, shape: ShapeConfig
+) -> UpdateOp:
+    col_blocks = -(-(c_end - c_start) // shape.update_block_n)
+    slab_rows = 0
+    if batch * col_blocks < shape.update_split_below:
+        bm = shape.update_block_m
+        slab_rows = -(-max(shape.update_split_rows, bm) // bm) * bm
+    return UpdateOp(col, nb, dot_width(nb), t_offset, c_start, c_end, slab_rows)

@@ -1,10 +1,11 @@
-"""Trailing-update stage: C ← (I − V·T·Vᵀ)ᵀ·C = C − V·(Tᵀ·(Vᵀ·C)) for the columns right of a panel.
+"""Trailing-update stage, fused: C ← C − V·(Tᵀ·(Vᵀ·C)) on the columns [c_start, c_end).
 
 Each program owns BN trailing columns of one matrix and makes two passes down the rows: the first
 accumulates W = Vᵀ·C (NBP × BN), the second subtracts V·(Tᵀ·W). All three products contract
 against trailing-matrix data, so they run at the configured precision (fp32 "ieee" or 3×TF32
 "tf32x3"; plain "tf32" fails the factor gate on hard cases at n = 512). Rows above the next panel
-are final R after this update and are scaled back to A's scale as they are stored.
+are final R after this update and are scaled back to A's scale as they are stored. When batch ×
+column blocks cannot fill the GPU, update_split.py spreads the rows over programs instead.
 """
 
 import triton
@@ -14,7 +15,7 @@ from kernels.fast.scale import scale_for
 
 
 @triton.jit
-def _load_v(base, rows, k, n, col0, nb, stride_r, stride_c):
+def load_v(base, rows, k, n, col0, nb, stride_r, stride_c):
     """V's rows `rows` (BM × NBP): the stored reflector tails with the implied unit diagonal."""
     vcols = col0 + k
     inside = (rows[:, None] < n) & (k[None, :] < nb)
@@ -35,6 +36,8 @@ def qr_update_kernel(
     n,
     col0,  # the panel's first column and row
     nb,  # the panel's width (≤ NBP)
+    c_start,  # first column to update
+    c_end,  # one past the last column to update
     src_sb,
     src_sr,
     src_sc,
@@ -50,7 +53,7 @@ def qr_update_kernel(
 ):
     """Grid (batch, column blocks): apply the panel's block reflector to BN trailing columns."""
     b = tl.program_id(0).to(tl.int64)
-    cols = col0 + nb + tl.program_id(1) * BN + tl.arange(0, BN)
+    cols = c_start + tl.program_id(1) * BN + tl.arange(0, BN)
     k = tl.arange(0, NBP)
     src = src_ptr + b * src_sb
     dst = dst_ptr + b * dst_sb
@@ -60,8 +63,8 @@ def qr_update_kernel(
     w = tl.zeros((NBP, BN), tl.float32)
     for r0 in range(col0, n, BM):
         rows = r0 + tl.arange(0, BM)
-        v = _load_v(dst, rows, k, n, col0, nb, dst_sr, dst_sc)  # BM × NBP
-        mask = (rows[:, None] < n) & (cols[None, :] < n)
+        v = load_v(dst, rows, k, n, col0, nb, dst_sr, dst_sc)  # BM × NBP
+        mask = (rows[:, None] < n) & (cols[None, :] < c_end)
         c = tl.load(src + rows[:, None] * src_sr + cols[None, :] * src_sc, mask=mask, other=0.0)
         w = tl.dot(tl.trans(v), c * scale_in, w, input_precision=PRECISION)  # NBP × BN
 
@@ -71,8 +74,8 @@ def qr_update_kernel(
 
     for r0 in range(col0, n, BM):
         rows = r0 + tl.arange(0, BM)
-        v = _load_v(dst, rows, k, n, col0, nb, dst_sr, dst_sc)
-        mask = (rows[:, None] < n) & (cols[None, :] < n)
+        v = load_v(dst, rows, k, n, col0, nb, dst_sr, dst_sc)
+        mask = (rows[:, None] < n) & (cols[None, :] < c_end)
         c = tl.load(src + rows[:, None] * src_sr + cols[None, :] * src_sc, mask=mask, other=0.0)
         c = c * scale_in - tl.dot(v, w, input_precision=PRECISION)
         c = tl.where(rows[:, None] < col0 + nb, c / scale, c)  # final R rows

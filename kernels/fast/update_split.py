@@ -1,0 +1,108 @@
+"""Trailing-update stage, row-split: the same C ← C − V·(Tᵀ·(Vᵀ·C)) for batches too small to fill
+the GPU with one program per column block (2 × 4096 has 128 such blocks, each 4096 rows deep).
+
+qr_update_w_kernel sums W = Vᵀ·C over row slabs in parallel, adding each slab's part into a zeroed
+W buffer with atomics; qr_update_apply_kernel then gives every (row block, column block) tile its
+own program, which forms Tᵀ·W for its columns and subtracts V·(Tᵀ·W). Precision as in update.py.
+"""
+
+import triton
+import triton.language as tl
+
+from kernels.fast.scale import scale_for
+from kernels.fast.update import load_v
+
+
+@triton.jit
+def qr_update_w_kernel(
+    src_ptr,  # batch × n × n: C is read from here (A for an update whose panel starts at 0)
+    dst_ptr,  # batch × n × n: H, holding V in the panel's columns
+    w_ptr,  # batch × ≥NBP × n, zeroed: W = Vᵀ·C accumulates into columns [c_start, c_end)
+    amax_ptr,
+    n,
+    col0,
+    nb,
+    c_start,
+    c_end,
+    slab_rows,  # rows per program, a multiple of BM
+    src_sb,
+    src_sr,
+    src_sc,
+    dst_sb,
+    dst_sr,
+    dst_sc,
+    w_sb,
+    w_sr,
+    NBP: tl.constexpr,
+    BM: tl.constexpr,
+    BN: tl.constexpr,
+    PRECISION: tl.constexpr,
+):
+    """Grid (batch, column blocks, row slabs): one slab's share of Vᵀ·C, added atomically."""
+    b = tl.program_id(0).to(tl.int64)
+    cols = c_start + tl.program_id(1) * BN + tl.arange(0, BN)
+    first = col0 + tl.program_id(2) * slab_rows
+    k = tl.arange(0, NBP)
+    src = src_ptr + b * src_sb
+    dst = dst_ptr + b * dst_sb
+    scale_in = tl.where(col0 == 0, scale_for(tl.load(amax_ptr + b)), 1.0)
+    w = tl.zeros((NBP, BN), tl.float32)
+    for r0 in range(first, tl.minimum(first + slab_rows, n), BM):
+        rows = r0 + tl.arange(0, BM)
+        v = load_v(dst, rows, k, n, col0, nb, dst_sr, dst_sc)  # BM × NBP
+        mask = (rows[:, None] < n) & (cols[None, :] < c_end)
+        c = tl.load(src + rows[:, None] * src_sr + cols[None, :] * src_sc, mask=mask, other=0.0)
+        w = tl.dot(tl.trans(v), c * scale_in, w, input_precision=PRECISION)
+    wmask = (k[:, None] < nb) & (cols[None, :] < c_end)
+    tl.atomic_add(w_ptr + b * w_sb + k[:, None] * w_sr + cols[None, :], w, mask=wmask)
+
+
+@triton.jit
+def qr_update_apply_kernel(
+    src_ptr,
+    dst_ptr,
+    w_ptr,  # batch × ≥NBP × n: the finished W = Vᵀ·C
+    t_ptr,  # batch × NBP × NBP (row stride t_sr)
+    amax_ptr,
+    n,
+    col0,
+    nb,
+    c_start,
+    c_end,
+    src_sb,
+    src_sr,
+    src_sc,
+    dst_sb,
+    dst_sr,
+    dst_sc,
+    w_sb,
+    w_sr,
+    t_sb,
+    t_sr,
+    NBP: tl.constexpr,
+    BM: tl.constexpr,
+    BN: tl.constexpr,
+    PRECISION: tl.constexpr,
+):
+    """Grid (batch, column blocks, row blocks): C_tile ← C_tile − V_rows·(Tᵀ·W_cols)."""
+    b = tl.program_id(0).to(tl.int64)
+    cols = c_start + tl.program_id(1) * BN + tl.arange(0, BN)
+    rows = col0 + tl.program_id(2) * BM + tl.arange(0, BM)
+    k = tl.arange(0, NBP)
+    src = src_ptr + b * src_sb
+    dst = dst_ptr + b * dst_sb
+    scale = scale_for(tl.load(amax_ptr + b))
+    scale_in = tl.where(col0 == 0, scale, 1.0)
+
+    wmask = (k[:, None] < nb) & (cols[None, :] < c_end)
+    w = tl.load(w_ptr + b * w_sb + k[:, None] * w_sr + cols[None, :], mask=wmask, other=0.0)
+    tmask = (k[:, None] < nb) & (k[None, :] < nb)
+    t = tl.load(t_ptr + b * t_sb + k[:, None] * t_sr + k[None, :], mask=tmask, other=0.0)
+    w = tl.dot(tl.trans(t), w, input_precision=PRECISION)  # NBP × BN
+
+    v = load_v(dst, rows, k, n, col0, nb, dst_sr, dst_sc)
+    mask = (rows[:, None] < n) & (cols[None, :] < c_end)
+    c = tl.load(src + rows[:, None] * src_sr + cols[None, :] * src_sc, mask=mask, other=0.0)
+    c = c * scale_in - tl.dot(v, w, input_precision=PRECISION)
+    c = tl.where(rows[:, None] < col0 + nb, c / scale, c)
+    tl.store(dst + rows[:, None] * dst_sr + cols[None, :] * dst_sc, c, mask=mask)
