@@ -34,14 +34,14 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
     "small": [
         {"panel_elems_per_thread": 64},
         {"block_width": 64, "panel_elems_per_thread": 64},
-        {"panel_pair_reduce": True},
+        {"panel_pair_reduce": False},
     ],
     "medium": [
         {"block_width": 32},
         {"block_width": 128},
         {"panel_elems_per_thread": 128},
+        {"panel_elems_per_thread": 32},
         {"update_stages": 3},
-        {"panel_pair_reduce": True},
     ],
     "large": [
         {"panel_elems_per_thread": 64},
