@@ -156,6 +156,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--write-configs", action="store_true", help="replace the shipped file")
+    parser.add_argument("--skip-shipped-check", action="store_true", help="check tuned only")
     parser.add_argument("--tune-s", type=float, default=240.0, help="time allowed for tuning")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -166,8 +167,9 @@ def main() -> None:
         "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
     }
     base = load_config()
-    report["checks_shipped"] = check_suite(FastGeqrf(base))
-    _save(args.out, report)
+    if not args.skip_shipped_check:
+        report["checks_shipped"] = check_suite(FastGeqrf(base))
+        _save(args.out, report)
 
     bench = get_suite("qr_v2").benchmarks
     tuned, report["tuning"] = tune(base, bench, time.perf_counter() + args.tune_s)
