@@ -10,13 +10,13 @@ qrsup() { python -m supervisor.cli "$@"; }
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
   python -c "import torch, triton; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'triton', triton.__version__)"
 } > "$out/env.txt" 2>&1
-for candidate in ${CANDIDATES:-torch_geqrf blocked_wy}; do
+for candidate in ${CANDIDATES-torch_geqrf blocked_wy}; do
   start=$(date +%s.%N)
   qrsup test "kernels/candidates/$candidate.py" --suite qr_v2 --json "$out/test_$candidate.json" \
     > "$out/test_$candidate.txt" 2>&1
   echo "test $candidate rc=$? wall_s=$(echo "$(date +%s.%N) - $start" | bc)" >> "$out/walls.txt"
 done
-for candidate in ${BENCH:-torch_geqrf}; do
+for candidate in ${BENCH-torch_geqrf}; do
   start=$(date +%s.%N)
   qrsup bench "kernels/candidates/$candidate.py" --suite qr_v2 ${BENCH_FLAGS:-} \
     --json "$out/bench_$candidate.json" > "$out/bench_$candidate.txt" 2>&1
