@@ -14,13 +14,13 @@ for candidate in ${CANDIDATES-torch_geqrf blocked_wy}; do
   start=$(date +%s.%N)
   qrsup test "kernels/candidates/$candidate.py" --suite qr_v2 --json "$out/test_$candidate.json" \
     > "$out/test_$candidate.txt" 2>&1
-  echo "test $candidate rc=$? wall_s=$(echo "$(date +%s.%N) - $start" | bc)" >> "$out/walls.txt"
+  echo "test $candidate rc=$? wall_s=$(python -c "import time; print(round(time.time() - $start, 1))")" >> "$out/walls.txt"
 done
 for candidate in ${BENCH-torch_geqrf}; do
   start=$(date +%s.%N)
   qrsup bench "kernels/candidates/$candidate.py" --suite qr_v2 ${BENCH_FLAGS:-} \
     --json "$out/bench_$candidate.json" > "$out/bench_$candidate.txt" 2>&1
-  echo "bench $candidate rc=$? wall_s=$(echo "$(date +%s.%N) - $start" | bc)" >> "$out/walls.txt"
+  echo "bench $candidate rc=$? wall_s=$(python -c "import time; print(round(time.time() - $start, 1))")" >> "$out/walls.txt"
 done
 cat "$out/env.txt" "$out/walls.txt"
 tail -n 25 "$out"/bench_*.txt

@@ -167,7 +167,6 @@ class Referee:
             self.baselines[spec] = CycleBaseline(
                 cycle_ns=min(c.cycle_ns - c.claimed_ns for c in plain),
                 export_cycle_ns=exported.cycle_ns - exported.claimed_ns,
-                cpu_outside_ns=min(c.cpu_outside_ns for c in plain),
                 jitter_ns=jitter,
             )
 
