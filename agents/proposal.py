@@ -1,0 +1,97 @@
+"""What a proposer is given and what it returns: the contract between the loop and proposers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+ROLES = ("exploit", "near-miss", "structural", "cleanup")
+
+
+@dataclass(frozen=True)
+class ParentCandidate:
+    """The candidate a proposal starts from, with what the judge last said about it."""
+
+    candidate_id: str
+    source: str
+    hypothesis: str
+    family: str
+    geomean_ns: float | None
+    spec_means_ns: dict[int, float] = field(default_factory=dict)
+    params: dict[str, object] | None = None
+
+
+@dataclass(frozen=True)
+class OutcomeSummary:
+    """One past iteration in a line or two: what was tried and what happened."""
+
+    iteration: int
+    candidate_id: str | None
+    hypothesis: str
+    verdict: str  # pass | fail | error | crash | timeout | memory | rejected | duplicate | proposal
+    geomean_ns: float | None
+    reason: str = ""
+    spec_means_ns: dict[int, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ProposalContext:
+    """Everything a proposer may use for one proposal; built fresh each iteration."""
+
+    agent: str
+    role: str
+    goal: str
+    iteration: int
+    parent: ParentCandidate
+    incumbent: ParentCandidate
+    memory: tuple[OutcomeSummary, ...]
+    steering: tuple[str, ...]
+    advisor_ideas: tuple[str, ...]
+    profile_summary: str | None
+    spec_labels: tuple[str, ...]
+    work_dir: Path
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Model usage of one request; zero for offline proposers."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """A complete candidate file and the one-line hypothesis it tests."""
+
+    source: str
+    hypothesis: str
+    family: str
+    params: dict[str, object] | None = None
+    usage: Usage = field(default_factory=Usage)
+    transcript: str = ""
+
+
+@dataclass(frozen=True)
+class ProposalFailure:
+    """A proposal that produced no candidate; recorded, and the loop goes on.
+
+    `kind`: malformed | no_apply | refusal | truncated | timeout | endpoint | exhausted.
+    `pause` asks the agent to pause with `reason` shown (e.g. a dead endpoint).
+    """
+
+    kind: str
+    reason: str
+    usage: Usage = field(default_factory=Usage)
+    pause: bool = False
+    transcript: str = ""
+
+
+class Proposer(Protocol):
+    """Turns a context into a candidate; must not raise for anything a model or tool does."""
+
+    name: str
+
+    def propose(self, context: ProposalContext) -> Proposal | ProposalFailure: ...
