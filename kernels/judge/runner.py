@@ -61,7 +61,7 @@ class JudgeConfig:
     """How to judge: which specs, where, how strictly."""
 
     suite: Suite
-    mode: str = "test"  # "test": the suite's tests; "bench": its benchmarks
+    mode: str = "test"  # "test": the suite's tests; "bench": its benchmarks; "all": both
     device: str = "cpu"
     seed: int | None = None
     rule: str = "contest"
@@ -71,8 +71,8 @@ class JudgeConfig:
     timeouts: Timeouts = field(default_factory=Timeouts)
 
     def __post_init__(self) -> None:
-        if self.mode not in ("test", "bench"):
-            raise ValueError(f"mode must be 'test' or 'bench', not {self.mode!r}")
+        if self.mode not in ("test", "bench", "all"):
+            raise ValueError(f"mode must be 'test', 'bench' or 'all', not {self.mode!r}")
         if self.rule not in STOPPING_RULES:
             raise ValueError(f"unknown stopping rule {self.rule!r}")
         if self.recheck not in ("sampled", "all"):
@@ -84,13 +84,18 @@ class JudgeConfig:
     def total_timeout_s(self) -> float:
         if self.timeouts.total is not None:
             return self.timeouts.total
-        suite = self.judged_suite()
-        specs = suite.tests if self.mode == "test" else suite.benchmarks
+        tests, benchmarks = self.judged_specs()
         rule = STOPPING_RULES[self.rule]
         per_spec = self.timeouts.first_call + 4 * self.timeouts.inspect
-        if self.mode == "bench":
-            per_spec += rule.max_elapsed_ns / 1e9
-        return 120 + self.timeouts.load + len(specs) * per_spec
+        per_benchmark = per_spec + rule.max_elapsed_ns / 1e9
+        return 120 + self.timeouts.load + len(tests) * per_spec + len(benchmarks) * per_benchmark
+
+    def judged_specs(self) -> tuple[tuple[Spec, ...], tuple[Spec, ...]]:
+        """(tests, benchmarks) this mode runs, with the secret seed applied."""
+        suite = self.judged_suite()
+        tests = suite.tests if self.mode in ("test", "all") else ()
+        benchmarks = suite.benchmarks if self.mode in ("bench", "all") else ()
+        return tests, benchmarks
 
 
 def evaluate(
@@ -113,17 +118,17 @@ def evaluate(
     with tempfile.TemporaryDirectory(prefix="qrsup-judge-") as work:
         work_dir = Path(work)
         os.chmod(work_dir, 0o700)
-        data = _run_referee(candidate, config, suite, work_dir, on_progress)
+        data = _run_referee(candidate, config, work_dir, on_progress)
         output = _read_output(work_dir / "candidate-output.log")
     data.pop("type", None)
     return JudgeReport.from_dict({**data, **base, "candidate_output": output})
 
 
 def _run_referee(
-    candidate: Path, config: JudgeConfig, suite: Suite, work_dir: Path, on_progress: Progress | None
+    candidate: Path, config: JudgeConfig, work_dir: Path, on_progress: Progress | None
 ) -> dict:
     key = secrets.token_bytes(32)
-    specs = suite.tests if config.mode == "test" else suite.benchmarks
+    tests, benchmarks = config.judged_specs()
     referee_config = {
         "key": key.hex(),
         "candidate": str(candidate),
@@ -133,8 +138,8 @@ def _run_referee(
         "recheck": config.recheck,
         "memory_limit_bytes": config.memory_limit_bytes,
         "timeouts": config.timeouts.to_dict(),
-        "tests": [_spec_dict(s) for s in specs] if config.mode == "test" else [],
-        "benchmarks": [_spec_dict(s) for s in specs] if config.mode == "bench" else [],
+        "tests": [_spec_dict(s) for s in tests],
+        "benchmarks": [_spec_dict(s) for s in benchmarks],
     }
     children_before = {p.pid for p in psutil.Process().children()}
     report_read, report_write = os.pipe()
