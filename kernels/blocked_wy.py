@@ -7,7 +7,41 @@ updated with three matrix products, `C ← C − V·(Tᵀ·(Vᵀ·C))`.
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
+
 import torch
+
+PANEL_IMPLS = ("unblocked", "recursive")
+T_METHODS = ("solve", "recurrence")
+
+
+@dataclass(frozen=True)
+class BlockedConfig:
+    """The knobs of the blocked algorithm; every combination is correct, only speed differs.
+
+    panel_width: columns per panel. panel_impl: `unblocked` (one reflector at a time) or
+    `recursive` (Elmroth–Gustavson halving down to 8 columns). t_method: T by a triangular solve of
+    T⁻¹ or by LAPACK's column recurrence. update_chunk: trailing columns per update product
+    (0 = all at once).
+    """
+
+    panel_width: int = 32
+    panel_impl: str = "unblocked"
+    t_method: str = "solve"
+    update_chunk: int = 0
+
+    def __post_init__(self) -> None:
+        if self.panel_width < 1:
+            raise ValueError(f"panel_width must be ≥ 1, got {self.panel_width}")
+        if self.panel_impl not in PANEL_IMPLS:
+            raise ValueError(f"panel_impl must be one of {PANEL_IMPLS}, got {self.panel_impl!r}")
+        if self.t_method not in T_METHODS:
+            raise ValueError(f"t_method must be one of {T_METHODS}, got {self.t_method!r}")
+        if self.update_chunk < 0:
+            raise ValueError(f"update_chunk must be ≥ 0, got {self.update_chunk}")
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
 
 
 def householder_reflector(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -70,6 +104,21 @@ def build_t(v: torch.Tensor, tau: torch.Tensor) -> tuple[torch.Tensor, torch.Ten
     return v, invert_upper_triangular(t_inv)
 
 
+def build_t_recurrence(v: torch.Tensor, tau: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """T column by column, LAPACK `larft`: T[:i, i] = −τᵢ·T[:i, :i]·(V[:, :i]ᵀ·vᵢ), T[i, i] = τᵢ.
+
+    A reflector with τ = 0 gets a zero row and column, so it drops out without special cases.
+    """
+    batch, _, w = v.shape
+    t = torch.zeros(batch, w, w, dtype=v.dtype, device=v.device)
+    gram = v.mT @ v
+    for i in range(w):
+        if i > 0:
+            t[:, :i, i] = -tau[:, i, None] * (t[:, :i, :i] @ gram[:, :i, i, None]).squeeze(-1)
+        t[:, i, i] = tau[:, i]
+    return v, t
+
+
 def invert_upper_triangular(u: torch.Tensor) -> torch.Tensor:
     """Inverse of a batch of upper-triangular matrices."""
     eye = torch.eye(u.shape[-1], dtype=u.dtype, device=u.device).expand_as(u)
@@ -81,19 +130,43 @@ def apply_block_reflector_t(v: torch.Tensor, t: torch.Tensor, c: torch.Tensor) -
     return c - v @ (t.mT @ (v.mT @ c))
 
 
-def geqrf_blocked(a: torch.Tensor, panel_width: int = 32) -> tuple[torch.Tensor, torch.Tensor]:
+def factor_panel_recursive(panel: torch.Tensor, leaf: int = 8) -> tuple[torch.Tensor, torch.Tensor]:
+    """Elmroth–Gustavson: factor the left half, update the right half, factor what remains."""
+    w = panel.shape[-1]
+    if w <= leaf:
+        return factor_panel(panel)
+    half = w // 2
+    h = panel.clone()
+    left_h, left_tau = factor_panel_recursive(h[:, :, :half], leaf)
+    h[:, :, :half] = left_h
+    v, t = build_t(unit_lower(left_h), left_tau)
+    h[:, :, half:] = apply_block_reflector_t(v, t, h[:, :, half:])
+    right_h, right_tau = factor_panel_recursive(h[:, half:, half:], leaf)
+    h[:, half:, half:] = right_h
+    return h, torch.cat([left_tau, right_tau], dim=1)
+
+
+def geqrf_blocked(
+    a: torch.Tensor, config: BlockedConfig | None = None, panel_width: int | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Compact Householder QR of a batch of square matrices, `torch.geqrf`'s contract."""
-    if panel_width < 1:
-        raise ValueError(f"panel_width must be ≥ 1, got {panel_width}")
+    config = config or BlockedConfig()
+    if panel_width is not None:
+        config = BlockedConfig(**{**config.to_dict(), "panel_width": panel_width})
+    factor = factor_panel_recursive if config.panel_impl == "recursive" else factor_panel
+    make_t = build_t_recurrence if config.t_method == "recurrence" else build_t
     h = a.clone()
     batch, n, _ = h.shape
     tau = torch.zeros(batch, n, dtype=h.dtype, device=h.device)
-    for k in range(0, n, panel_width):
-        w = min(panel_width, n - k)
-        h_panel, tau_panel = factor_panel(h[:, k:, k : k + w])
+    for k in range(0, n, config.panel_width):
+        w = min(config.panel_width, n - k)
+        h_panel, tau_panel = factor(h[:, k:, k : k + w])
         h[:, k:, k : k + w] = h_panel
         tau[:, k : k + w] = tau_panel
         if k + w < n:
-            v, t = build_t(unit_lower(h_panel), tau_panel)
-            h[:, k:, k + w :] = apply_block_reflector_t(v, t, h[:, k:, k + w :])
+            v, t = make_t(unit_lower(h_panel), tau_panel)
+            step = config.update_chunk or (n - k - w)
+            for c in range(k + w, n, step):
+                cols = slice(c, min(n, c + step))
+                h[:, k:, cols] = apply_block_reflector_t(v, t, h[:, k:, cols])
     return h, tau

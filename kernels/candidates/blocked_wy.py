@@ -1,11 +1,11 @@
-"""Candidate: plain-PyTorch blocked compact-WY Householder QR; a tuner may edit the constant."""
+"""Candidate: plain-PyTorch blocked compact-WY Householder QR; a tuner may edit CONFIG."""
 
 import torch
 
-from kernels.blocked_wy import geqrf_blocked
+from kernels.blocked_wy import BlockedConfig, geqrf_blocked
 
-PANEL_WIDTH = 32
+CONFIG = BlockedConfig(panel_width=32, panel_impl="unblocked", t_method="solve", update_chunk=0)
 
 
 def custom_kernel(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    return geqrf_blocked(a, panel_width=PANEL_WIDTH)
+    return geqrf_blocked(a, CONFIG)
