@@ -47,7 +47,7 @@ class Stats:
 
 @dataclass(frozen=True)
 class StoppingRule:
-    """When to stop repeating: after `min_runs` and `min_elapsed_ns`, on precision or a budget."""
+    """When to stop repeating: never before `min_runs`; then on precision or a time budget."""
 
     name: str
     min_runs: int
@@ -60,9 +60,13 @@ class StoppingRule:
 
     def should_stop(self, durations_ns: Sequence[float], elapsed_ns: float) -> bool:
         runs = len(durations_ns)
-        if runs >= self.max_runs or elapsed_ns > self.max_elapsed_ns:
+        if runs >= self.max_runs:
             return True
-        if runs < self.min_runs or elapsed_ns < self.min_elapsed_ns:
+        if runs < self.min_runs:
+            return False
+        if elapsed_ns > self.max_elapsed_ns:
+            return True
+        if elapsed_ns < self.min_elapsed_ns:
             return False
         stats = Stats.from_durations(durations_ns)
         return (

@@ -41,3 +41,8 @@ def test_geomean():
     assert geomean([1.0, 4.0]) == pytest.approx(2.0)
     with pytest.raises(ValueError):
         geomean([])
+
+
+def test_every_rule_takes_at_least_its_minimum_runs_even_past_the_budget():
+    assert not QUICK_RULE.should_stop([5e9], elapsed_ns=10e9)
+    assert QUICK_RULE.should_stop([5e9] * 3, elapsed_ns=10e9)
