@@ -1,6 +1,7 @@
 """The fast geqrf: gates pass on every case and awkward size, bad input raises, stages match the
 plain-PyTorch references. On a CPU-only machine the Triton kernels run in the interpreter."""
 
+import dataclasses
 import os
 from pathlib import Path
 
@@ -12,7 +13,7 @@ if not torch.cuda.is_available():
 
 from kernels import blocked_wy
 from kernels.checker import check_factors
-from kernels.fast.config import DEFAULT_CONFIGS, load_config
+from kernels.fast.config import DEFAULT_CONFIGS, dump_config, load_config
 from kernels.fast.driver import Buffers, run_plan
 from kernels.fast.geqrf import FastGeqrf, NonFiniteInputError, geqrf
 from kernels.fast.interpret import patch_scalar_index
@@ -41,15 +42,10 @@ def nan_poisoned_empty(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _solver_with(tmp_path: Path, **overrides: object) -> FastGeqrf:
     """A solver whose every shape class takes `overrides` (values must lie in the space)."""
-    lines = []
-    for line in DEFAULT_CONFIGS.read_text().splitlines():
-        key = line.split("=")[0].strip()
-        if key in overrides and not line.lstrip().startswith("#") and "[" not in line:
-            value = overrides[key]
-            line = f"{key} = {str(value).lower() if isinstance(value, bool) else value!r}"
-        lines.append(line.replace("'", '"'))
+    config = load_config(DEFAULT_CONFIGS)
+    shapes = tuple(dataclasses.replace(shape, **overrides) for shape in config.shapes)
     path = tmp_path / "configs.toml"
-    path.write_text("\n".join(lines))
+    path.write_text(dump_config(dataclasses.replace(config, shapes=shapes)))
     return FastGeqrf(load_config(path))
 
 
