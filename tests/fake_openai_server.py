@@ -66,7 +66,9 @@ class FakeOpenAIServer:
         self._script = _Script(deque(replies), default)
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self._script))
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
 
     @property
     def base_url(self) -> str:

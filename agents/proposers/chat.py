@@ -1,0 +1,175 @@
+"""One chat request to an OpenAI-compatible endpoint, as data: a reply or a ProposalFailure.
+
+Shared by the openai proposer, the advisor and side questions. The API key is read from the
+environment at each request and is never kept in a config, a reply, a failure or a log line;
+error texts are scrubbed of it before they leave this module.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import random
+import re
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import openai
+from openai.types.chat import ChatCompletion
+
+from agents.proposal import ProposalFailure, Usage
+from agents.proposers.retry import RetryPolicy, call_with_retries
+
+# Local servers (vLLM, Ollama, llama.cpp) accept any key; the client library insists on one.
+_NO_KEY = "EMPTY"
+_KEY_LIKE = re.compile(r"\b(sk|key|tok)-[A-Za-z0-9_\-]{8,}")
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """One model endpoint and how to ask it; the key's variable name, never the key."""
+
+    model: str
+    """Model name as the endpoint knows it."""
+    base_url: str | None = None
+    """An OpenAI-compatible server (vLLM, Ollama …); None for OpenAI itself."""
+    api_key_env: str = "OPENAI_API_KEY"
+    """Environment variable holding the key, read at each request."""
+    temperature: float | None = 0.7
+    """None leaves it out, for models that only accept their default."""
+    max_tokens: int = 8192
+    """Cap on the reply's tokens; a reply cut there is a `truncated` failure."""
+    token_limit_field: str = "max_tokens"
+    """Request field carrying `max_tokens`; newer OpenAI models want `max_completion_tokens`."""
+    timeout_s: float = 300.0
+    """Longest wait for a reply, per attempt."""
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    """Backoff for 429, 5xx and lost connections."""
+    usd_per_million_prompt_tokens: float = 0.0
+    """Price table; zero records no cost."""
+    usd_per_million_completion_tokens: float = 0.0
+
+    def usage(self, prompt_tokens: int, completion_tokens: int) -> Usage:
+        """Tokens and their cost under this config's prices."""
+        cost = (
+            prompt_tokens * self.usd_per_million_prompt_tokens
+            + completion_tokens * self.usd_per_million_completion_tokens
+        ) / 1e6
+        return Usage(prompt_tokens, completion_tokens, cost)
+
+
+@dataclass(frozen=True)
+class ChatReply:
+    """What the model said and what it cost."""
+
+    text: str
+    finish_reason: str
+    refusal: str
+    usage: Usage
+    elapsed_s: float
+    notes: tuple[str, ...] = ()
+    """Retries and other events on the way, for the agent log."""
+
+
+class ChatClient:
+    """Sends chat requests for one ModelConfig, with the retry policy of `retry.py`."""
+
+    def __init__(
+        self,
+        config: ModelConfig,
+        environ: Mapping[str, str] = os.environ,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.config = config
+        self._environ = environ
+        self._rng = rng or random.Random()
+        self._client = openai.OpenAI(
+            api_key=self._current_key,
+            base_url=config.base_url,
+            timeout=config.timeout_s,
+            max_retries=0,
+        )
+
+    def complete(self, messages: Sequence[Mapping[str, str]]) -> ChatReply | ProposalFailure:
+        """One reply to `messages`; never raises for anything the endpoint does."""
+        config = self.config
+        if config.base_url is None and not self._environ.get(config.api_key_env):
+            return ProposalFailure(
+                "endpoint", f"no API key: set {config.api_key_env} in the environment", pause=True
+            )
+        notes: list[str] = []
+        started = time.perf_counter()
+        try:
+            response = call_with_retries(
+                lambda: self._client.chat.completions.create(**self._arguments(messages)),
+                config.retry,
+                self.describe,
+                self._rng,
+                on_retry=notes.append,
+            )
+        except (ValueError, openai.APIResponseValidationError) as exc:
+            response = ProposalFailure(
+                "malformed", f"the endpoint's reply is not a chat completion: {self.describe(exc)}"
+            )
+        except openai.OpenAIError as exc:
+            response = ProposalFailure("endpoint", self.describe(exc), pause=True)
+        elapsed = time.perf_counter() - started
+        if isinstance(response, ProposalFailure):
+            return dataclasses.replace(response, transcript="\n".join(notes))
+        return self._reply(response, elapsed, tuple(notes))
+
+    def describe(self, exc: BaseException) -> str:
+        """A one-line account of an error, with the API key scrubbed out."""
+        if isinstance(exc, openai.APITimeoutError):
+            text = f"no reply within {self.config.timeout_s:g} s"
+        elif isinstance(exc, openai.APIStatusError):
+            text = f"HTTP {exc.status_code}: {exc.message}"
+        elif isinstance(exc, openai.APIConnectionError):
+            text = f"{exc.message} ({exc.__cause__ or 'no detail'})"
+        else:
+            text = f"{type(exc).__name__}: {exc}"
+        return self.redact(" ".join(text.split())[:500])
+
+    def redact(self, text: str) -> str:
+        """`text` without the current key or anything shaped like a key."""
+        key = self._environ.get(self.config.api_key_env, "")
+        if key:
+            text = text.replace(key, "[redacted]")
+        return _KEY_LIKE.sub("[redacted]", text)
+
+    def close(self) -> None:
+        """Release the HTTP connections."""
+        self._client.close()
+
+    def _current_key(self) -> str:
+        return self._environ.get(self.config.api_key_env) or _NO_KEY
+
+    def _arguments(self, messages: Sequence[Mapping[str, str]]) -> dict[str, object]:
+        arguments: dict[str, object] = {
+            "model": self.config.model,
+            "messages": [dict(message) for message in messages],
+            self.config.token_limit_field: self.config.max_tokens,
+        }
+        if self.config.temperature is not None:
+            arguments["temperature"] = self.config.temperature
+        return arguments
+
+    def _reply(
+        self, response: ChatCompletion, elapsed: float, notes: tuple[str, ...]
+    ) -> ChatReply | ProposalFailure:
+        if not response.choices:
+            return ProposalFailure(
+                "malformed", "the endpoint's reply has no choices", transcript="\n".join(notes)
+            )
+        choice, usage = response.choices[0], response.usage
+        return ChatReply(
+            text=self.redact(choice.message.content or ""),
+            finish_reason=choice.finish_reason or "",
+            refusal=self.redact(choice.message.refusal or ""),
+            usage=self.config.usage(
+                usage.prompt_tokens if usage else 0, usage.completion_tokens if usage else 0
+            ),
+            elapsed_s=elapsed,
+            notes=notes,
+        )
