@@ -72,6 +72,11 @@ class ChatReply:
     """Retries and other events on the way, for the agent log."""
 
 
+def scrub_key_like(text: str) -> str:
+    """`text` with anything shaped like an API key (`sk-…`) replaced."""
+    return _KEY_LIKE.sub("[redacted]", text)
+
+
 class ChatClient:
     """Sends chat requests for one ModelConfig, with the retry policy of `retry.py`."""
 
@@ -136,7 +141,7 @@ class ChatClient:
         key = self._environ.get(self.config.api_key_env, "")
         if key:
             text = text.replace(key, "[redacted]")
-        return _KEY_LIKE.sub("[redacted]", text)
+        return scrub_key_like(text)
 
     def close(self) -> None:
         """Release the HTTP connections."""

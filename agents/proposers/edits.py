@@ -43,10 +43,9 @@ def apply_answer(
     answer: str, parent_source: str, parent_family: str
 ) -> EditedCandidate | ProposalFailure:
     """Parse `answer` and apply it to the parent; the family defaults to the parent's."""
-    hypothesis = _HYPOTHESIS.search(answer)
+    hypothesis, family = read_header(answer)
     if hypothesis is None:
         return ProposalFailure("malformed", "the answer has no 'HYPOTHESIS:' line")
-    family = _FAMILY.search(answer)
     edits = parse_edits(answer)
     if isinstance(edits, ProposalFailure):
         return edits
@@ -55,10 +54,16 @@ def apply_answer(
         return source
     if source == parent_source:
         return ProposalFailure("no_apply", "the edit leaves the parent unchanged")
-    return EditedCandidate(
-        source=source,
-        hypothesis=hypothesis.group(1).strip(),
-        family=family.group(1).strip().lower() if family else parent_family,
+    return EditedCandidate(source, hypothesis, family or parent_family)
+
+
+def read_header(text: str) -> tuple[str | None, str | None]:
+    """The last 'HYPOTHESIS:' and 'FAMILY:' values of `text`, None where absent."""
+    hypotheses = _HYPOTHESIS.findall(text)
+    families = _FAMILY.findall(text)
+    return (
+        hypotheses[-1].strip() if hypotheses else None,
+        families[-1].strip().lower() if families else None,
     )
 
 

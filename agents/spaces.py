@@ -1,0 +1,241 @@
+"""Declared config spaces the tuner searches: each renders a config point as a candidate file.
+
+A point is a flat mapping `"<class>.<knob>" → value`; a class is a group of specs that share
+knobs (one for the blocked-WY candidate; one per shape class of the fast kernel), so the tuner can
+aim its mutations at the classes with the most to gain.
+"""
+
+from __future__ import annotations
+
+import ast
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from kernels.blocked_wy import T_METHODS, BlockedConfig
+from kernels.suites import Spec
+
+Point = dict[str, object]
+
+
+class ConfigSpace(Protocol):
+    """A family's knobs, their allowed values, and how a point becomes a candidate."""
+
+    family: str
+
+    def choices(self) -> dict[str, tuple[object, ...]]: ...
+
+    def read(self, source: str) -> Point | None: ...
+
+    def render(self, point: Mapping[str, object]) -> str: ...
+
+    def class_of(self, spec: Spec) -> str: ...
+
+    def default_point(self) -> Point: ...
+
+
+BLOCKED_TEMPLATE = '''\
+"""Candidate: plain-PyTorch blocked compact-WY Householder QR; a tuner may edit CONFIG."""
+
+import torch
+
+from kernels.blocked_wy import BlockedConfig, geqrf_blocked
+
+CONFIG = BlockedConfig({arguments})
+
+
+def custom_kernel(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    return geqrf_blocked(a, CONFIG)
+'''
+
+
+@dataclass(frozen=True)
+class BlockedWySpace:
+    """The knobs of `kernels.blocked_wy.BlockedConfig`, one class for every spec.
+
+    Two families share the code: `blocked_wy` factors panels one reflector at a time,
+    `recursive_wy` halves them recursively (Elmroth–Gustavson), a different algorithm.
+    """
+
+    family: str = "blocked_wy"
+
+    @property
+    def panel_impl(self) -> str:
+        return "recursive" if self.family == "recursive_wy" else "unblocked"
+
+    def choices(self) -> dict[str, tuple[object, ...]]:
+        return {
+            "all.panel_width": (4, 8, 12, 16, 24, 32, 48, 64, 96, 128),
+            "all.panel_impl": (self.panel_impl,),
+            "all.t_method": T_METHODS,
+            "all.update_chunk": (0, 32, 64, 128, 256),
+        }
+
+    def default_point(self) -> Point:
+        config = BlockedConfig(panel_impl=self.panel_impl)
+        return {f"all.{k}": v for k, v in config.to_dict().items()}
+
+    def read(self, source: str) -> Point | None:
+        call = _config_call(source, "CONFIG")
+        if call is None:
+            return None
+        try:
+            values = {kw.arg: ast.literal_eval(kw.value) for kw in call.keywords if kw.arg}
+            config = BlockedConfig(**values)
+        except (ValueError, TypeError):
+            return None
+        return {f"all.{k}": v for k, v in config.to_dict().items()}
+
+    def render(self, point: Mapping[str, object]) -> str:
+        knobs = {key.split(".", 1)[1]: value for key, value in point.items()}
+        BlockedConfig(**knobs)  # type: ignore[arg-type]  # validates before rendering
+        arguments = ", ".join(f"{k}={v!r}" for k, v in knobs.items())
+        return BLOCKED_TEMPLATE.format(arguments=arguments)
+
+    def class_of(self, spec: Spec) -> str:
+        return "all"
+
+
+FAST_TEMPLATE = '''\
+"""Candidate: the fast Triton blocked-WY kernel with a tuner-chosen config embedded below."""
+
+import tomllib
+from pathlib import Path
+
+import torch
+from triton import knobs
+
+from kernels.fast.config import parse_config
+from kernels.fast.geqrf import FastGeqrf
+
+CONFIG_TOML = """
+{config}"""
+
+_solver = FastGeqrf(parse_config(tomllib.loads(CONFIG_TOML), Path(__file__)))
+
+
+def custom_kernel(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    if not a.is_cuda and not knobs.runtime.interpret:
+        return torch.geqrf(a)
+    return _solver(a, check_finite=False)
+'''
+
+
+@dataclass(frozen=True)
+class FastKernelSpace:
+    """The shipped fast kernel's declared space, one class per `[[shape]]` of its configs."""
+
+    configs_path: Path
+    family: str = "fast"
+
+    def _data(self) -> dict:
+        return tomllib.loads(self.configs_path.read_text())
+
+    def choices(self) -> dict[str, tuple[object, ...]]:
+        data = self._data()
+        space = {k: tuple(v) for k, v in data["space"].items()}
+        return {
+            f"{shape['name']}.{knob}": values
+            for shape in data["shape"]
+            for knob, values in space.items()
+            if knob in shape
+        }
+
+    def read(self, source: str) -> Point | None:
+        tree = _module(source)
+        if tree is None:
+            return None
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and _assigns(node, "CONFIG_TOML"):
+                try:
+                    data = tomllib.loads(ast.literal_eval(node.value))
+                except (ValueError, tomllib.TOMLDecodeError):
+                    return None
+                return _flatten_shapes(data)
+        return None
+
+    def render(self, point: Mapping[str, object]) -> str:
+        data = self._data()
+        for shape in data["shape"]:
+            for key, value in point.items():
+                name, knob = key.split(".", 1)
+                if name == shape["name"]:
+                    shape[knob] = value
+        return FAST_TEMPLATE.format(config=_dump_fast(data))
+
+    def default_point(self) -> Point:
+        return _flatten_shapes(self._data())
+
+    def class_of(self, spec: Spec) -> str:
+        for shape in self._data()["shape"]:
+            if spec.n <= shape.get("n_max", spec.n) and spec.batch <= shape.get(
+                "batch_max", spec.batch
+            ):
+                return str(shape["name"])
+        return "all"
+
+
+def _flatten_shapes(data: dict) -> Point:
+    knobs = set(data["space"])
+    return {
+        f"{shape['name']}.{knob}": value
+        for shape in data["shape"]
+        for knob, value in shape.items()
+        if knob in knobs
+    }
+
+
+def _dump_fast(data: dict) -> str:
+    lines = ["[space]"] + [f"{k} = {_toml_value(v)}" for k, v in data["space"].items()]
+    for shape in data["shape"]:
+        lines += ["", "[[shape]]"] + [f"{k} = {_toml_value(v)}" for k, v in shape.items()]
+    return "\n".join(lines) + "\n"
+
+
+def _toml_value(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return '"' + value.replace('"', '\\"') + '"'
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    return repr(value)
+
+
+def _module(source: str) -> ast.Module | None:
+    try:
+        return ast.parse(source)
+    except SyntaxError:
+        return None
+
+
+def _assigns(node: ast.Assign, name: str) -> bool:
+    return any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
+
+
+def _config_call(source: str, name: str) -> ast.Call | None:
+    tree = _module(source)
+    if tree is None:
+        return None
+    for node in tree.body:
+        if (
+            isinstance(node, ast.Assign)
+            and _assigns(node, name)
+            and isinstance(node.value, ast.Call)
+        ):
+            return node.value
+    return None
+
+
+FAMILIES = ("blocked_wy", "recursive_wy", "fast")
+
+
+def space_for(family: str, repo_root: Path) -> ConfigSpace:
+    """The tuner's space for a family name."""
+    if family in ("blocked_wy", "recursive_wy"):
+        return BlockedWySpace(family)
+    if family == "fast":
+        return FastKernelSpace(repo_root / "kernels" / "fast" / "configs.toml")
+    raise ValueError(f"no config space for family {family!r} (one of {', '.join(FAMILIES)})")

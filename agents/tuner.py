@@ -1,0 +1,180 @@
+"""The offline proposer: an evolutionary search over a family's declared config space.
+
+Each proposal starts from the parent's config point and either mutates one or two knobs of one
+class, choosing the class by how far the parent trails the best time seen on that class's specs,
+or recombines the parent with another strong point. Points already evaluated are never proposed
+again. Steering text may pin knobs (`panel_width=64`, `medium.update_warps=8`) or name a class
+to focus on. No network, no key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import random
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from agents.proposal import Proposal, ProposalContext, ProposalFailure
+from agents.spaces import ConfigSpace, Point
+from kernels.suites import Spec
+
+MAX_TRIES = 200
+CROSSOVER_PROBABILITY = 0.3
+JUMP_PROBABILITY = 0.2
+TOURNAMENT_SIZE = 3
+_PIN = re.compile(r"([A-Za-z_][\w-]*(?:\.[A-Za-z_]\w*)?)\s*=\s*([\w.\-\"']+)")
+
+
+@dataclass(frozen=True)
+class Sample:
+    """An evaluated point of this family: its per-spec means and geomean (None if it failed)."""
+
+    point: Point
+    geomean_ns: float | None
+    spec_means_ns: Mapping[int, float]
+
+
+def source_hash(source: str) -> str:
+    return hashlib.sha256(source.encode()).hexdigest()
+
+
+class TunerProposer:
+    """Proposes unseen config points of one space, guided by the per-spec results so far."""
+
+    name = "tuner"
+
+    def __init__(
+        self,
+        space: ConfigSpace,
+        specs: Sequence[Spec],
+        history: Callable[[], list[Sample]],
+        seen: Callable[[str], bool],
+        rng: random.Random | None = None,
+    ) -> None:
+        self.space = space
+        self.specs = specs
+        self.history = history
+        self.seen = seen
+        self.rng = rng or random.Random()
+
+    def propose(self, context: ProposalContext) -> Proposal | ProposalFailure:
+        choices = self.space.choices()
+        parent = self.space.read(context.parent.source)
+        if parent is None or set(parent) != set(choices):
+            parent = {**self.space.default_point(), **(parent or {})}
+            parent = {k: v for k, v in parent.items() if k in choices}
+        samples = [s for s in self.history() if s.geomean_ns is not None]
+        pins, focus = self._steering(context.steering + context.advisor_ideas, choices)
+        weights = self._class_weights(parent, samples, choices, focus)
+        for _ in range(MAX_TRIES):
+            point, hypothesis = self._offspring(parent, samples, choices, weights)
+            point.update(pins)
+            if pins:
+                hypothesis += f" (steered: {', '.join(f'{k}={v}' for k, v in pins.items())})"
+            source = self.space.render(point)
+            if not self.seen(source_hash(source)):
+                return Proposal(source, hypothesis, self.space.family, params=dict(point))
+        return ProposalFailure(
+            "exhausted",
+            f"no unseen point near the parent after {MAX_TRIES} tries; the neighbourhood of "
+            f"{context.parent.candidate_id} is explored",
+        )
+
+    def _offspring(
+        self,
+        parent: Point,
+        samples: list[Sample],
+        choices: dict[str, tuple[object, ...]],
+        weights: dict[str, float],
+    ) -> tuple[Point, str]:
+        if len(samples) >= 2 and self.rng.random() < CROSSOVER_PROBABILITY:
+            mate = self._tournament(samples)
+            child = {
+                k: (mate.point.get(k, v) if self.rng.random() < 0.5 else v)
+                for k, v in parent.items()
+            }
+            changed = [k for k in child if child[k] != parent[k]]
+            if changed:
+                return child, f"recombine with a strong point ({', '.join(changed)})"
+        return self._mutate(parent, choices, weights)
+
+    def _mutate(
+        self, parent: Point, choices: dict[str, tuple[object, ...]], weights: dict[str, float]
+    ) -> tuple[Point, str]:
+        classes = list(weights)
+        chosen_class = self.rng.choices(classes, weights=[weights[c] for c in classes])[0]
+        knobs = [k for k in choices if k.split(".", 1)[0] == chosen_class and len(choices[k]) > 1]
+        child = dict(parent)
+        changes = []
+        for knob in self.rng.sample(knobs, k=min(len(knobs), self.rng.choice((1, 1, 2)))):
+            values = choices[knob]
+            old = parent[knob]
+            index = values.index(old) if old in values else len(values) // 2
+            if _ordered(values) and self.rng.random() > JUMP_PROBABILITY:
+                step = self.rng.choice((-1, 1))
+                new_index = min(len(values) - 1, max(0, index + step))
+                if new_index == index:
+                    new_index = index - step
+            else:
+                new_index = self.rng.choice([i for i in range(len(values)) if i != index])
+            child[knob] = values[new_index]
+            changes.append(f"{knob}: {old} → {values[new_index]}")
+        return child, "; ".join(changes)
+
+    def _tournament(self, samples: list[Sample]) -> Sample:
+        entrants = self.rng.sample(samples, k=min(TOURNAMENT_SIZE, len(samples)))
+        return min(entrants, key=lambda s: s.geomean_ns or math.inf)
+
+    def _class_weights(
+        self,
+        parent: Point,
+        samples: list[Sample],
+        choices: dict[str, tuple[object, ...]],
+        focus: set[str],
+    ) -> dict[str, float]:
+        """How much each class trails the best seen per spec: log time ratios, summed."""
+        classes = sorted({k.split(".", 1)[0] for k in choices})
+        weights = dict.fromkeys(classes, 0.1)
+        parent_sample = next((s for s in samples if s.point == parent), None)
+        if parent_sample is not None:
+            for index, spec in enumerate(self.specs):
+                mine = parent_sample.spec_means_ns.get(index)
+                best = min(
+                    (s.spec_means_ns[index] for s in samples if index in s.spec_means_ns),
+                    default=None,
+                )
+                cls = self.space.class_of(spec)
+                if mine and best and cls in weights:
+                    weights[cls] += math.log(mine / best) + 0.05
+        for cls in focus:
+            weights[cls] = weights.get(cls, 0.1) + 10.0
+        return weights
+
+    def _steering(
+        self, texts: Sequence[str], choices: dict[str, tuple[object, ...]]
+    ) -> tuple[Point, set[str]]:
+        """Knob pins (`knob=value`) and class names found in steering or advisor text."""
+        pins: Point = {}
+        classes = {k.split(".", 1)[0] for k in choices}
+        focus = {c for c in classes for text in texts if re.search(rf"\b{re.escape(c)}\b", text)}
+        for text in texts:
+            for name, raw in _PIN.findall(text):
+                for knob, values in choices.items():
+                    if knob == name or knob.split(".", 1)[1] == name:
+                        value = _coerce(raw.strip("\"'"), values)
+                        if value is not None:
+                            pins[knob] = value
+        return pins, focus
+
+
+def _ordered(values: tuple[object, ...]) -> bool:
+    return all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
+
+
+def _coerce(raw: str, values: tuple[object, ...]) -> object | None:
+    for value in values:
+        if str(value).lower() == raw.lower():
+            return value
+    return None
