@@ -1,0 +1,109 @@
+"""Side questions: answered on their own thread while the agent's work goes on untouched."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import threading
+import time
+
+import pytest
+
+from agents.proposers.chat import ModelConfig
+from agents.proposers.retry import RetryPolicy
+from agents.side_questions import AgentRecords, SideQuestions
+from tests.fake_openai_server import FakeOpenAIServer, ScriptedReply
+from tests.proposal_contexts import PARENT_SOURCE, history, parent
+
+QUESTION = "what does your current candidate change?"
+
+
+def records() -> AgentRecords:
+    candidate = dataclasses.replace(
+        parent(PARENT_SOURCE.replace("PANEL_WIDTH = 32", "PANEL_WIDTH = 64")),
+        candidate_id="c64",
+        hypothesis="64-column panels halve the panel count",
+    )
+    return AgentRecords(
+        agent="ada",
+        role="exploit",
+        goal="beat 2.0 ms",
+        state="judging c64 (iteration 7)",
+        candidate=candidate,
+        parent_source=PARENT_SOURCE,
+        recent=history(6),
+        spec_labels=("20x32 dense c1", "40x176 dense c1", "640x512 dense c2", "2x4096 dense c1"),
+    )
+
+
+@pytest.fixture
+def server(monkeypatch):
+    monkeypatch.setenv("QRSUP_TEST_SIDE_KEY", "sk-side-0123456789abcdef")
+    with FakeOpenAIServer() as fake:
+        yield fake
+
+
+def with_model(server: FakeOpenAIServer, timeout_s: float = 10.0) -> SideQuestions:
+    config = ModelConfig(
+        model="side-model",
+        base_url=server.base_url,
+        api_key_env="QRSUP_TEST_SIDE_KEY",
+        timeout_s=timeout_s,
+        retry=RetryPolicy(attempts=2, base_delay_s=0.01),
+    )
+    return SideQuestions(config)
+
+
+def test_question_is_answered_while_a_long_evaluation_keeps_running(server):
+    server.push(ScriptedReply("It widens the panels from 32 to 64 columns."))
+    evaluating, finish = threading.Event(), threading.Event()
+
+    def long_evaluation() -> None:
+        evaluating.set()
+        finish.wait(timeout=60)
+
+    evaluation = threading.Thread(target=long_evaluation)
+    evaluation.start()
+    assert evaluating.wait(timeout=5)
+    try:
+        answer = with_model(server).ask(QUESTION, records()).result(timeout=10)
+        assert evaluation.is_alive() and not finish.is_set()
+    finally:
+        finish.set()
+        evaluation.join(timeout=5)
+    assert answer.answer == "It widens the panels from 32 to 64 columns."
+    assert answer.source == "model:side-model" and answer.usage.prompt_tokens == 1000
+    (prompt,) = (m["content"] for m in server.requests[0].body["messages"])
+    assert QUESTION in prompt and "+PANEL_WIDTH = 64" in prompt and "judging c64" in prompt
+
+
+def test_ask_returns_at_once_while_the_model_takes_its_time(server):
+    server.push(ScriptedReply("slow but sure", delay_s=1.0))
+    started = time.monotonic()
+    future = with_model(server).ask(QUESTION, records())
+    assert time.monotonic() - started < 0.2 and not future.done()
+    assert future.result(timeout=10).answer == "slow but sure"
+
+
+def test_without_a_model_the_answer_is_the_agents_records_labelled_as_such():
+    answer = SideQuestions().ask(QUESTION, records()).result(timeout=10)
+    assert answer.source == "records" and answer.note == "no model configured"
+    text = answer.answer
+    assert text.startswith("No model answered this question")
+    assert "Now: judging c64 (iteration 7)" in text
+    assert "64-column panels halve the panel count" in text
+    assert "-PANEL_WIDTH = 32" in text and "+PANEL_WIDTH = 64" in text
+    assert "- #6 " in text and "- #1 " not in text
+
+
+def test_a_failing_model_falls_back_to_the_records_and_says_why(server):
+    server.push(*[ScriptedReply(status=502)] * 2)
+    answer = with_model(server).ask(QUESTION, records()).result(timeout=10)
+    assert answer.source == "records" and "No model answered" in answer.answer
+    assert "model failed (endpoint" in answer.note and "HTTP 502" in answer.note
+
+
+def test_answer_record_is_plain_json():
+    answer = SideQuestions().ask(QUESTION, records()).result(timeout=10)
+    record = json.loads(json.dumps(answer.to_record()))
+    assert record["question"] == QUESTION and record["source"] == "records"
