@@ -78,7 +78,8 @@ class Proposal:
 class ProposalFailure:
     """A proposal that produced no candidate; recorded, and the loop goes on.
 
-    `kind`: malformed | no_apply | refusal | truncated | timeout | endpoint | exhausted.
+    `kind`: malformed | no_apply | refusal | truncated | timeout | endpoint | exhausted | config
+    (`config`: a prompt template or command template a human must fix).
     `pause` asks the agent to pause with `reason` shown (e.g. a dead endpoint).
     """
 

@@ -50,6 +50,27 @@ class ModelConfig:
     """Price table; zero records no cost."""
     usd_per_million_completion_tokens: float = 0.0
 
+    @classmethod
+    def from_mapping(cls, settings: Mapping[str, object]) -> ModelConfig:
+        """A config from a session's `model` table; unknown or mistyped settings are errors."""
+        if "api_key" in settings:
+            raise ValueError(
+                "model: keys never go in session files; put it in an environment variable and "
+                "name that variable with api_key_env"
+            )
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(settings) - known)
+        if unknown:
+            raise ValueError(
+                f"model: unknown setting(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
+            )
+        if "model" not in settings:
+            raise ValueError("model: the setting 'model' (the model's name) is required")
+        values = {name: _checked(name, value) for name, value in settings.items()}
+        if values.get("token_limit_field", "max_tokens") not in _TOKEN_LIMIT_FIELDS:
+            raise ValueError(f"model: token_limit_field must be one of {_TOKEN_LIMIT_FIELDS}")
+        return cls(**values)  # type: ignore[arg-type]
+
     def usage(self, prompt_tokens: int, completion_tokens: int) -> Usage:
         """Tokens and their cost under this config's prices."""
         cost = (
@@ -57,6 +78,42 @@ class ModelConfig:
             + completion_tokens * self.usd_per_million_completion_tokens
         ) / 1e6
         return Usage(prompt_tokens, completion_tokens, cost)
+
+
+_TOKEN_LIMIT_FIELDS = ("max_tokens", "max_completion_tokens")
+_NUMBER = (int, float)
+_SETTING_TYPES: dict[str, tuple[type, ...]] = {
+    "model": (str,),
+    "base_url": (str, type(None)),
+    "api_key_env": (str,),
+    "temperature": (*_NUMBER, type(None)),
+    "max_tokens": (int,),
+    "token_limit_field": (str,),
+    "timeout_s": _NUMBER,
+    "usd_per_million_prompt_tokens": _NUMBER,
+    "usd_per_million_completion_tokens": _NUMBER,
+}
+
+
+def _checked(name: str, value: object) -> object:
+    """`value` if it has the setting's type; a RetryPolicy for the `retry` table."""
+    if name == "retry":
+        if not isinstance(value, Mapping):
+            raise ValueError("model: retry must be a table (attempts, base_delay_s, …)")
+        policy_fields = {f.name for f in dataclasses.fields(RetryPolicy)}
+        bad = sorted(k for k, v in value.items() if k not in policy_fields or not _is_number(v))
+        if bad:
+            raise ValueError(f"model: bad retry setting(s) {', '.join(bad)}")
+        return RetryPolicy(**value)
+    expected = _SETTING_TYPES[name]
+    if isinstance(value, bool) or not isinstance(value, expected):
+        names = " or ".join("none" if t is type(None) else t.__name__ for t in expected)
+        raise ValueError(f"model: {name} = {value!r} should be {names}")
+    return value
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, _NUMBER) and not isinstance(value, bool)
 
 
 @dataclass(frozen=True)
