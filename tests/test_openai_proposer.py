@@ -112,11 +112,23 @@ def test_answer_without_hypothesis_is_a_malformed_proposal(server, tmp_path):
     assert "HYPOTHESIS" in result.reason and result.usage.completion_tokens == 200
 
 
-def test_reply_that_is_not_json_is_malformed_and_not_retried(server, tmp_path):
-    result = propose(server, tmp_path, ScriptedReply(body=b'{"choices": [ {"mess'))
+@pytest.mark.parametrize(
+    ("body", "why"),
+    [
+        (b'{"choices": [ {"mess', "JSONDecodeError"),
+        (b"[]", "not a JSON object"),
+        (b'{"choices": []}', "no choices"),
+        (b'{"choices": [{"message": null, "finish_reason": "stop"}]}', "no message"),
+        (b'{"choices": [{"message": {"content": 5}}]}', "not text"),
+    ],
+)
+def test_reply_that_is_not_a_chat_completion_is_malformed_and_not_retried(
+    server, tmp_path, body, why
+):
+    result = propose(server, tmp_path, ScriptedReply(body=body))
     assert isinstance(result, ProposalFailure)
     assert (result.kind, result.pause) == ("malformed", False)
-    assert len(server.requests) == 1
+    assert why in result.reason and len(server.requests) == 1
 
 
 def test_edit_that_does_not_apply_says_which_block(server, tmp_path):

@@ -8,6 +8,7 @@ error texts are scrubbed of it before they leave this module.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import random
 import re
@@ -16,7 +17,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import openai
-from openai.types.chat import ChatCompletion
 
 from agents.proposal import ProposalFailure, Usage
 from agents.proposers.retry import RetryPolicy, call_with_retries
@@ -164,22 +164,29 @@ class ChatClient:
         started = time.perf_counter()
         try:
             response = call_with_retries(
-                lambda: self._client.chat.completions.create(**self._arguments(messages)),
-                config.retry,
-                self.describe,
-                self._rng,
-                on_retry=notes.append,
+                lambda: self._send(messages), config.retry, self.describe, self._rng, notes.append
             )
-        except (ValueError, openai.APIResponseValidationError) as exc:
-            response = ProposalFailure(
-                "malformed", f"the endpoint's reply is not a chat completion: {self.describe(exc)}"
-            )
+            if not isinstance(response, ProposalFailure):
+                response = read_completion(response)
+        except ValueError as exc:  # the body is not JSON
+            response = self.describe(exc)
         except openai.OpenAIError as exc:
             response = ProposalFailure("endpoint", self.describe(exc), pause=True)
         elapsed = time.perf_counter() - started
+        if isinstance(response, str):
+            response = ProposalFailure(
+                "malformed", f"the endpoint's reply is not a chat completion: {response}"
+            )
         if isinstance(response, ProposalFailure):
             return dataclasses.replace(response, transcript="\n".join(notes))
-        return self._reply(response, elapsed, tuple(notes))
+        return ChatReply(
+            text=self.redact(response.text),
+            finish_reason=response.finish_reason,
+            refusal=self.redact(response.refusal),
+            usage=config.usage(response.prompt_tokens, response.completion_tokens),
+            elapsed_s=elapsed,
+            notes=tuple(notes),
+        )
 
     def describe(self, exc: BaseException) -> str:
         """A one-line account of an error, with the API key scrubbed out."""
@@ -217,21 +224,51 @@ class ChatClient:
             arguments["temperature"] = self.config.temperature
         return arguments
 
-    def _reply(
-        self, response: ChatCompletion, elapsed: float, notes: tuple[str, ...]
-    ) -> ChatReply | ProposalFailure:
-        if not response.choices:
-            return ProposalFailure(
-                "malformed", "the endpoint's reply has no choices", transcript="\n".join(notes)
-            )
-        choice, usage = response.choices[0], response.usage
-        return ChatReply(
-            text=self.redact(choice.message.content or ""),
-            finish_reason=choice.finish_reason or "",
-            refusal=self.redact(choice.message.refusal or ""),
-            usage=self.config.usage(
-                usage.prompt_tokens if usage else 0, usage.completion_tokens if usage else 0
-            ),
-            elapsed_s=elapsed,
-            notes=notes,
+    def _send(self, messages: Sequence[Mapping[str, str]]) -> object:
+        """The reply's JSON; read by hand so a sloppy server's reply is checked, not trusted."""
+        raw = self._client.chat.completions.with_raw_response.create(**self._arguments(messages))
+        return json.loads(raw.content)
+
+
+@dataclass(frozen=True)
+class Completion:
+    """The parts of a chat completion this module uses."""
+
+    text: str
+    finish_reason: str
+    refusal: str
+    prompt_tokens: int
+    completion_tokens: int
+
+
+def read_completion(data: object) -> Completion | str:
+    """The first choice and the usage of a chat-completion JSON, or what is wrong with it."""
+    if not isinstance(data, dict):
+        return "not a JSON object"
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        return "it has no choices"
+    message = choices[0].get("message")
+    if not isinstance(message, dict):
+        return "its first choice has no message"
+    text, refusal = message.get("content") or "", message.get("refusal") or ""
+    if isinstance(text, list):  # content parts, as some servers send them
+        text = "".join(
+            p["text"] for p in text if isinstance(p, dict) and isinstance(p.get("text"), str)
         )
+    if not isinstance(text, str) or not isinstance(refusal, str):
+        return "its message content is not text"
+    finish = choices[0].get("finish_reason")
+    usage = data.get("usage")
+    usage = usage if isinstance(usage, dict) else {}
+    return Completion(
+        text,
+        finish if isinstance(finish, str) else "",
+        refusal,
+        _count(usage.get("prompt_tokens")),
+        _count(usage.get("completion_tokens")),
+    )
+
+
+def _count(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
