@@ -66,18 +66,22 @@ class WorkFiles:
 
     @property
     def candidate(self) -> Path:
+        """The parent's copy the command edits; the candidate is what it leaves."""
         return self.work_dir / "candidate.py"
 
     @property
     def prompt(self) -> Path:
+        """The full request, for CLIs that take a prompt file."""
         return self.work_dir / "prompt.md"
 
     @property
     def hypothesis(self) -> Path:
+        """Where the command writes its one-line hypothesis."""
         return self.work_dir / "hypothesis.txt"
 
     @property
     def output(self) -> Path:
+        """The command's stdout and stderr."""
         return self.work_dir / "command_output.txt"
 
 

@@ -1,0 +1,73 @@
+"""Entry point of one agent process: `python -m agents.agent_main RUN_DIR AGENT_NAME`."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import traceback
+from dataclasses import replace
+from pathlib import Path
+
+from agents.evaluation import Evaluator
+from agents.heartbeat import read_beat, write_beat
+from agents.incumbent import REPO_ROOT
+from agents.loop import ResearchAgent
+from agents.proposal import Proposer
+from agents.records import AgentLog, append_event
+from agents.session import AgentSpec, RunPaths, SessionConfig, load_session
+from agents.spaces import space_for
+from agents.store import Store
+from agents.tuner import Sample, TunerProposer
+from kernels.suites import get_suite
+
+
+def build_proposer(spec: AgentSpec, session: SessionConfig, store: Store) -> Proposer:
+    """The agent's proposer; tuner samples come from this session's evaluated candidates."""
+    if spec.proposer != "tuner":
+        raise SystemExit(f"proposer {spec.proposer!r} is not available in this build")
+    space = space_for(spec.family, REPO_ROOT)
+    suite = get_suite(session.suite)
+
+    def history() -> list[Sample]:
+        return [
+            Sample(c.params, c.geomean_ns if c.verdict == "pass" else None, c.spec_means_ns or {})
+            for c in store.candidates()
+            if c.family == spec.family and c.params is not None
+        ]
+
+    return TunerProposer(
+        space, suite.benchmarks, history, lambda digest: store.candidate_by_hash(digest) is not None
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = argv if argv is not None else sys.argv[1:]
+    paths, name = RunPaths(Path(args[0])), args[1]
+    session = load_session(paths)
+    spec = session.agent(name)
+    paths.ensure(name)
+    paths.pid_file(name).write_text(str(os.getpid()))
+    store = Store(paths.store)
+    try:
+        evaluator = Evaluator(get_suite(session.suite), spec.device, session.rule)
+        agent = ResearchAgent(
+            paths, session, spec, store, build_proposer(spec, session, store), evaluator
+        )
+        return agent.run()
+    except Exception:
+        text = traceback.format_exc()
+        AgentLog(paths.agent_log(name)).write(f"agent crashed:\n{text}")
+        append_event(paths.events(name), {"event": "crashed", "agent": name, "error": text[-4000:]})
+        beat = read_beat(paths.heartbeat(name))
+        if beat is not None:
+            last_line = text.strip().splitlines()[-1]
+            crashed = replace(beat, state="crashed", detail=last_line, updated_at=time.time())
+            write_beat(paths.heartbeat(name), crashed)
+        return 1
+    finally:
+        store.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,129 @@
+"""The loop's use of the judge: a quick stage, a full stage, and interleaved re-timing.
+
+quick: every test spec and every other benchmark spec, quick stopping rule.
+full: every benchmark spec, the session's rule.
+interleaved: incumbent and challenger timed alternately on fresh secret seeds, so a decision to
+promote rests on a gain larger than the noise measured in the same run.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from kernels.judge.report import JudgeReport
+from kernels.judge.runner import JudgeConfig, evaluate
+from kernels.suites import Suite
+from kernels.timing import geomean
+
+Progress = Callable[[dict], None]
+NOISE_FLOOR = 0.01
+
+
+@dataclass(frozen=True)
+class StageResult:
+    """A judge report with its benchmark means mapped back to the full suite's indices."""
+
+    stage: str
+    report: JudgeReport
+    spec_means_ns: dict[int, float]
+
+    @property
+    def passed(self) -> bool:
+        return self.report.passed
+
+    def geomean_over(self, indices: list[int]) -> float | None:
+        if not indices or any(i not in self.spec_means_ns for i in indices):
+            return None
+        return geomean([self.spec_means_ns[i] for i in indices])
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Interleaved re-timing: geomeans of each round, the gain and the noise it must beat."""
+
+    incumbent_ns: list[float]
+    challenger_ns: list[float]
+    gain: float
+    noise: float
+
+    @property
+    def significant(self) -> bool:
+        return self.gain > self.noise
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "incumbent_ns": self.incumbent_ns,
+            "challenger_ns": self.challenger_ns,
+            "gain": self.gain,
+            "noise": self.noise,
+        }
+
+
+class Evaluator:
+    """Runs the stages for one suite and device."""
+
+    def __init__(self, suite: Suite, device: str, rule: str) -> None:
+        self.suite = suite
+        self.device = device
+        self.rule = rule
+        self.quick_indices = list(range(0, len(suite.benchmarks), 2))
+
+    def quick(self, path: Path, progress: Progress | None = None) -> StageResult:
+        subset = Suite(
+            name=f"{self.suite.name}-quick",
+            tests=self.suite.tests,
+            benchmarks=tuple(self.suite.benchmarks[i] for i in self.quick_indices),
+        )
+        config = JudgeConfig(suite=subset, mode="all", device=self.device, rule="quick")
+        report = evaluate(path, config, progress)
+        means = {self.quick_indices[i]: m for i, m in report.spec_means_ns().items()}
+        return StageResult("quick", report, means)
+
+    def full(
+        self, path: Path, progress: Progress | None = None, seed: int | None = None
+    ) -> StageResult:
+        suite = Suite(name=self.suite.name, tests=(), benchmarks=self.suite.benchmarks)
+        config = JudgeConfig(
+            suite=suite, mode="bench", device=self.device, rule=self.rule, seed=seed
+        )
+        report = evaluate(path, config, progress)
+        return StageResult("full", report, report.spec_means_ns())
+
+    def revalidate(self, path: Path, progress: Progress | None = None) -> StageResult:
+        """Every test and benchmark spec on a fresh secret seed: the gate before a promotion."""
+        config = JudgeConfig(
+            suite=self.suite,
+            mode="all",
+            device=self.device,
+            rule=self.rule,
+            seed=secrets.randbits(31),
+        )
+        report = evaluate(path, config, progress)
+        return StageResult("revalidate", report, report.spec_means_ns())
+
+    def interleaved(
+        self, incumbent: Path, challenger: Path, rounds: int = 2, progress: Progress | None = None
+    ) -> Comparison | StageResult:
+        """Alternate incumbent and challenger; a failing run is returned instead of a comparison."""
+        times: dict[str, list[float]] = {"incumbent": [], "challenger": []}
+        for _ in range(rounds):
+            seed = secrets.randbits(31)
+            for name, path in (("incumbent", incumbent), ("challenger", challenger)):
+                result = self.full(path, progress, seed=seed)
+                if not result.passed or result.report.geomean_ns is None:
+                    return result
+                times[name].append(result.report.geomean_ns)
+        inc, cha = times["incumbent"], times["challenger"]
+        noise = max(NOISE_FLOOR, _spread(inc), _spread(cha))
+        gain = 1.0 - geomean(cha) / geomean(inc)
+        return Comparison(inc, cha, gain, noise)
+
+
+def _spread(values: list[float]) -> float:
+    """Relative range of repeated measurements of the same candidate."""
+    if len(values) < 2:
+        return 0.0
+    return (max(values) - min(values)) / min(values)

@@ -1,0 +1,144 @@
+"""The session's incumbent: registered, committed and fully evaluated before any agent iterates."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from agents.beam import Scored, source_lines
+from agents.evaluation import Evaluator
+from agents.git_workspace import (
+    INCUMBENT_PATH,
+    WorkspaceError,
+    commit_incumbent,
+    open_repo,
+    read_incumbent,
+)
+from agents.locks import file_lock
+from agents.records import AgentLog
+from agents.session import RunPaths, SessionConfig
+from agents.spaces import space_for
+from agents.store import CandidateRow, Store
+from agents.tuner import source_hash
+from kernels.timing import geomean
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+class IncumbentError(RuntimeError):
+    """The incumbent cannot be set up or did not pass the judge: the session cannot start."""
+
+
+@dataclass(frozen=True)
+class Incumbent:
+    """The current incumbent candidate and its full evaluation."""
+
+    row: CandidateRow
+
+    @classmethod
+    def load(cls, store: Store) -> Incumbent:
+        incumbent_id = store.incumbent_id()
+        row = store.candidate(incumbent_id) if incumbent_id else None
+        if row is None:
+            raise IncumbentError("the session has no incumbent yet")
+        return cls(row)
+
+    @property
+    def geomean_ns(self) -> float | None:
+        return self.row.geomean_ns
+
+    @property
+    def spec_means_ns(self) -> dict[int, float]:
+        return self.row.spec_means_ns or {}
+
+    @property
+    def scored(self) -> Scored:
+        return Scored(
+            self.row.id,
+            self.row.family,
+            self.row.geomean_ns or float("inf"),
+            self.spec_means_ns,
+            source_lines(self.row.source),
+        )
+
+    def geomean_over(self, indices: list[int]) -> float | None:
+        means = self.spec_means_ns
+        if not indices or any(i not in means for i in indices):
+            return None
+        return geomean([means[i] for i in indices])
+
+
+def default_family(device: str) -> str:
+    """The shipped incumbent's family: the fast Triton kernel on CUDA, blocked WY on the CPU."""
+    return "fast" if device.startswith("cuda") else "blocked_wy"
+
+
+def bootstrap_incumbent(
+    paths: RunPaths, session: SessionConfig, store: Store, evaluator: Evaluator, log: AgentLog
+) -> Incumbent:
+    """Under the session lock: seed and commit the incumbent if missing, register, evaluate."""
+    with file_lock(paths.root / "bootstrap.lock"):
+        if store.incumbent_id() is None:
+            _register(session, store, evaluator.device, log)
+        incumbent = Incumbent.load(store)
+        if incumbent.geomean_ns is None:
+            log.write(f"evaluating the incumbent {incumbent.row.id} on the full suite")
+            path = paths.root / f"{incumbent.row.id}.py"
+            path.write_text(incumbent.row.source)
+            result = evaluator.full(path)
+            store.add_evaluation(
+                incumbent.row.id,
+                "bootstrap",
+                0,
+                "full",
+                result.report.to_dict(),
+                result.spec_means_ns,
+            )
+            if not result.passed:
+                raise IncumbentError(
+                    f"the incumbent {incumbent.row.id} fails the judge: {result.report.reason}"
+                )
+            incumbent = Incumbent.load(store)
+        return incumbent
+
+
+def _register(session: SessionConfig, store: Store, device: str, log: AgentLog) -> None:
+    family = default_family(device)
+    space = space_for(family, REPO_ROOT)
+    sha = None
+    try:
+        repo = open_repo(session.workspace)
+        source = read_incumbent(repo)
+        if source is None:
+            source = space.render(space.default_point())
+            sha = commit_incumbent(
+                repo, source, f"Seed the incumbent ({family} defaults) at {INCUMBENT_PATH}"
+            )
+            log.write(f"seeded {INCUMBENT_PATH} with the {family} defaults (commit {sha[:10]})")
+        else:
+            sha = repo.head.commit.hexsha
+    except WorkspaceError as exc:
+        raise IncumbentError(str(exc)) from None
+    digest = source_hash(source)
+    existing = store.candidate_by_hash(digest)
+    if existing is None:
+        point = space.read(source)
+        candidate_id = f"c-{digest[:10]}"
+        store.add_candidate(
+            CandidateRow(
+                id=candidate_id,
+                hash=digest,
+                source=source,
+                parent_id=None,
+                agent="workspace",
+                role="exploit",
+                family=family if point is not None else "external",
+                hypothesis="the workspace's incumbent",
+                params=point,
+                created_at=time.time(),
+            )
+        )
+    else:
+        candidate_id = existing.id
+    store.add_promotion(candidate_id, sha, None, None, {}, "seed")

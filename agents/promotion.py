@@ -1,0 +1,123 @@
+"""Promoting a candidate to incumbent: full revalidation first, then one git commit with figures."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from agents.evaluation import Evaluator, StageResult
+from agents.git_workspace import WorkspaceError, check_promotable, commit_incumbent, open_repo
+from agents.locks import file_lock
+from agents.records import append_atomically, format_ms, timestamp
+from agents.session import RunPaths
+from agents.store import Store
+
+Progress = Callable[[dict], None]
+
+
+@dataclass(frozen=True)
+class PromotionResult:
+    """`ok` with the commit, or the reason nothing changed."""
+
+    ok: bool
+    message: str
+    commit_sha: str | None = None
+    geomean_ns: float | None = None
+
+
+def promote(
+    workspace: Path,
+    paths: RunPaths,
+    store: Store,
+    evaluator: Evaluator,
+    candidate_id: str,
+    by: str,
+    noise: dict[str, object] | None = None,
+    progress: Progress | None = None,
+) -> PromotionResult:
+    """Revalidate on every spec with a fresh seed, then commit; refuse on any failure."""
+    candidate = store.candidate(candidate_id)
+    if candidate is None:
+        return PromotionResult(False, f"no candidate {candidate_id} in this session")
+    with file_lock(paths.promote_lock):
+        if store.incumbent_id() == candidate_id:
+            return PromotionResult(False, f"{candidate_id} is already the incumbent")
+        try:
+            repo = open_repo(workspace)
+            check_promotable(repo)
+        except WorkspaceError as exc:
+            return PromotionResult(False, str(exc))
+        result = _revalidate(evaluator, candidate.source, progress)
+        store.add_evaluation(
+            candidate_id, by, 0, "revalidate", result.report.to_dict(), result.spec_means_ns
+        )
+        if not result.passed:
+            return PromotionResult(
+                False, f"revalidation failed ({result.report.verdict}): {result.report.reason}"
+            )
+        previous = store.candidate(store.incumbent_id() or "")
+        message = _commit_message(
+            candidate_id, candidate.hypothesis, candidate.agent, by, result, previous, noise
+        )
+        try:
+            sha = commit_incumbent(repo, candidate.source, message)
+        except WorkspaceError as exc:
+            return PromotionResult(False, str(exc))
+        geomean_ns = result.report.geomean_ns
+        store.add_promotion(
+            candidate_id,
+            sha,
+            geomean_ns,
+            previous.geomean_ns if previous else None,
+            noise or {},
+            by,
+        )
+        append_atomically(
+            workspace / "log.md",
+            f"\n## {timestamp()} · promotion · {candidate_id} → incumbent · "
+            f"{format_ms(geomean_ns)} · commit {sha[:10]} · by {by}\n",
+        )
+        return PromotionResult(
+            True,
+            f"promoted {candidate_id} ({format_ms(geomean_ns)}), commit {sha[:10]}",
+            sha,
+            geomean_ns,
+        )
+
+
+def _revalidate(evaluator: Evaluator, source: str, progress: Progress | None) -> StageResult:
+    with tempfile.TemporaryDirectory(prefix="qrsup-promote-") as scratch:
+        path = Path(scratch) / "candidate.py"
+        path.write_text(source)
+        return evaluator.revalidate(path, progress)
+
+
+def _commit_message(
+    candidate_id: str,
+    hypothesis: str,
+    agent: str,
+    by: str,
+    result: StageResult,
+    previous: object,
+    noise: dict[str, object] | None,
+) -> str:
+    geomean_ns = result.report.geomean_ns
+    before = getattr(previous, "geomean_ns", None)
+    change = ""
+    if geomean_ns and before:
+        change = f" (was {format_ms(before)}, {100 * (geomean_ns / before - 1):+.1f}%)"
+    lines = [
+        f"Promote {candidate_id}: geomean {format_ms(geomean_ns)}{change}",
+        "",
+        f"hypothesis: {hypothesis}",
+        f"agent: {agent}; promoted by: {by}",
+        f"suite: {result.report.suite}; device: {result.report.device.get('name', '?')}; "
+        f"seed: {result.report.seed}",
+        "per-spec (ms): "
+        + ", ".join(f"{i}: {m / 1e6:.4g}" for i, m in sorted(result.spec_means_ns.items())),
+    ]
+    if noise:
+        lines.append(f"noise: {noise}")
+    return "\n".join(lines)
