@@ -72,11 +72,13 @@ class FakeOpenAIServer:
 
     @property
     def base_url(self) -> str:
+        """The `/v1` root to give an OpenAI client."""
         host, port = self._server.server_address[:2]
         return f"http://{host}:{port}/v1"
 
     @property
     def requests(self) -> list[RecordedRequest]:
+        """Every request received so far, oldest first."""
         with self._script.lock:
             return list(self._script.requests)
 
