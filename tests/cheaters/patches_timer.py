@@ -1,11 +1,12 @@
 """Cheater: does slow work (5 ms a call) and rebinds the harness's captured clock to one that runs
 a hundred times slow, so the slow work would look fast."""
 
+import sys
 import time
 
 import torch
 
-import kernels.judge.contestant as harness
+harness = sys.modules["__main__"]  # the contestant harness runs as the main module
 
 _real = time.perf_counter_ns
 _origin = _real()
