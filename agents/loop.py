@@ -25,7 +25,6 @@ from agents.incumbent import Incumbent, bootstrap_incumbent
 from agents.promotion import promote
 from agents.proposal import (
     OutcomeSummary,
-    ParentCandidate,
     Proposal,
     ProposalContext,
     ProposalFailure,
@@ -178,8 +177,8 @@ class ResearchAgent:
             role=self.spec.role,
             goal=self.goal.text,
             iteration=iteration,
-            parent=_as_parent(parent_row),
-            incumbent=_as_parent(incumbent.row),
+            parent=parent_row.as_parent(),
+            incumbent=incumbent.row.as_parent(),
             memory=self._memory(),
             steering=tuple(self.steering),
             advisor_ideas=tuple(self.advice),
@@ -549,18 +548,7 @@ class ResearchAgent:
         )
 
     def _memory(self) -> tuple[OutcomeSummary, ...]:
-        rows = self.store.iterations(self.name, limit=MEMORY_SIZE)
-        return tuple(
-            OutcomeSummary(
-                iteration=row["iteration"],
-                candidate_id=row["candidate_id"],
-                hypothesis=row["hypothesis"],
-                verdict=row["outcome"],
-                geomean_ns=row["geomean_ns"],
-                reason=(row["reason"] or "")[:300],
-            )
-            for row in reversed(rows)
-        )
+        return self.store.outcomes(self.name, limit=MEMORY_SIZE)
 
     def _own_best(self) -> float | None:
         values = [
@@ -588,18 +576,6 @@ def _usage(outcome: Proposal | ProposalFailure) -> dict[str, float]:
         "completion_tokens": usage.completion_tokens,
         "cost_usd": usage.cost_usd,
     }
-
-
-def _as_parent(row: CandidateRow) -> ParentCandidate:
-    return ParentCandidate(
-        candidate_id=row.id,
-        source=row.source,
-        hypothesis=row.hypothesis,
-        family=row.family,
-        geomean_ns=row.geomean_ns,
-        spec_means_ns=row.spec_means_ns or {},
-        params=row.params,
-    )
 
 
 def _scored(candidate_id: str, family: str, result: StageResult, source: str) -> Scored:

@@ -14,6 +14,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from agents.proposal import OutcomeSummary, ParentCandidate
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS candidates (
     id TEXT PRIMARY KEY,
@@ -107,6 +109,18 @@ class CandidateRow:
     verdict: str | None = None
     geomean_ns: float | None = None
     spec_means_ns: dict[int, float] | None = None
+
+    def as_parent(self) -> ParentCandidate:
+        """The view of this candidate a proposer gets."""
+        return ParentCandidate(
+            candidate_id=self.id,
+            source=self.source,
+            hypothesis=self.hypothesis,
+            family=self.family,
+            geomean_ns=self.geomean_ns,
+            spec_means_ns=self.spec_means_ns or {},
+            params=self.params,
+        )
 
 
 class Store:
@@ -239,6 +253,21 @@ class Store:
                     time.time(),
                 ),
             )
+
+    def outcomes(self, agent: str, limit: int | None = None) -> tuple[OutcomeSummary, ...]:
+        """The agent's recent iterations, oldest first, as proposers and side questions see them."""
+        rows = self.iterations(agent, limit=limit)
+        return tuple(
+            OutcomeSummary(
+                iteration=row["iteration"],
+                candidate_id=row["candidate_id"],
+                hypothesis=row["hypothesis"],
+                verdict=row["outcome"],
+                geomean_ns=row["geomean_ns"],
+                reason=(row["reason"] or "")[:300],
+            )
+            for row in reversed(rows)
+        )
 
     def last_iteration(self, agent: str) -> int:
         row = self._db.execute(

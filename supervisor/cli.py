@@ -1,26 +1,18 @@
-"""The `qrsup` command line: judge a file (`test`, `bench`) and, later, run the supervisor."""
+"""The `qrsup` command line: the TUI (no command), headless runs, judging, and scripting verbs."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import NoReturn
 
 from rich.console import Console
 
-from kernels.judge.report import JudgeReport
-from kernels.judge.runner import JudgeConfig, evaluate
-from kernels.suites import SuiteError, get_suite
-from kernels.timing import STOPPING_RULES
-from supervisor.judge_view import JudgeProgress, report_table, summary_lines
+from supervisor.errors import UsageError
+from supervisor.judge_command import add_judge_commands, cuda_available, judge_command
 
-BASELINE_CANDIDATE = Path(__file__).resolve().parent.parent / "kernels/candidates/torch_geqrf.py"
-
-
-class UsageError(Exception):
-    """Bad input from the user: reported as one line with exit status 2."""
+AGENT_VERBS = ("pause", "resume", "kill", "restart")
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -30,104 +22,48 @@ class OneLineParser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
+def _session_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--workspace", type=Path, default=Path.cwd(), help="default: here")
+    parser.add_argument("--session", default="default", help="session name (default: default)")
+
+
+def _launch_options(parser: argparse.ArgumentParser) -> None:
+    _session_options(parser)
+    parser.add_argument("--agents", type=int, help="number of agents for a new session (3)")
+    parser.add_argument("--proposer", choices=("tuner", "openai", "command"), help="default: tuner")
+    parser.add_argument("--suite", help="qr_v2 on CUDA, smoke on the CPU by default")
+    parser.add_argument("--goal", help="e.g. 'geomean < 2ms' or 'beat incumbent by 5%%'")
+    parser.add_argument("--budget", help="per agent: iterations (20) or time (30m, 2h)")
+    parser.add_argument("--init", action="store_true", help="git init the workspace if needed")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="qrsup", description="Auto-research supervisor for GPU kernels.")
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
-    for name, help_text in (
-        ("test", "check a candidate file against a suite's test specs"),
-        ("bench", "check and time a candidate file on a suite's benchmark specs"),
+    _launch_options(parser)
+    commands = parser.add_subparsers(dest="command", parser_class=OneLineParser)
+    add_judge_commands(commands)
+    run = commands.add_parser("run", help="start or reattach a session's agents")
+    _launch_options(run)
+    run.add_argument("--headless", action="store_true", help="no TUI: one line per event")
+    status = commands.add_parser("status", help="the agents, beam and incumbent of a session")
+    _session_options(status)
+    for name, help_text, extra in (
+        ("steer", "send steering text to an agent", "text"),
+        ("goal", "give an agent a new goal", "goal"),
+        ("ask", "ask an agent a side question", "question"),
     ):
         sub = commands.add_parser(name, help=help_text)
-        sub.add_argument("file", type=Path, help="a Python file defining custom_kernel(A)")
-        sub.add_argument("--suite", help="qr_v2, smoke, or a suite .toml (default: by device)")
-        sub.add_argument("--seed", help="secret seed mixed into every spec's seed")
-        sub.add_argument("--device", help="cpu, cuda or cuda:N (default: cuda if present)")
-        sub.add_argument("--json", type=Path, dest="json_out", help="write the report here")
-        sub.add_argument(
-            "--recheck",
-            choices=("sampled", "all"),
-            default="sampled",
-            help="re-check a random sample of timed outputs, or all of them",
-        )
-        if name == "bench":
-            sub.add_argument(
-                "--baseline", action="store_true", help="also time torch.geqrf in the same run"
-            )
-            sub.add_argument(
-                "--rule",
-                choices=sorted(STOPPING_RULES),
-                default=None,
-                help="stopping rule (default: contest on CUDA, quick on the CPU)",
-            )
+        _session_options(sub)
+        sub.add_argument("agent")
+        sub.add_argument(extra, nargs="+")
+    for verb in AGENT_VERBS:
+        sub = commands.add_parser(verb, help=f"{verb} an agent")
+        _session_options(sub)
+        sub.add_argument("agent")
+    promote = commands.add_parser("promote", help="promote a candidate to incumbent (git commit)")
+    _session_options(promote)
+    promote.add_argument("candidate")
     return parser
-
-
-def cuda_available() -> bool:
-    import torch
-
-    return torch.cuda.is_available()
-
-
-def resolve_device(requested: str | None) -> str:
-    if requested is None:
-        return "cuda" if cuda_available() else "cpu"
-    if requested == "cpu":
-        return "cpu"
-    if requested == "cuda" or (requested.startswith("cuda:") and requested[5:].isdigit()):
-        if not cuda_available():
-            raise UsageError(f"--device {requested} asked for, but no CUDA device is available")
-        return requested
-    raise UsageError(f"--device must be cpu, cuda or cuda:N, got {requested!r}")
-
-
-def parse_seed(text: str | None) -> int | None:
-    if text is None:
-        return None
-    try:
-        return int(text)
-    except ValueError:
-        raise UsageError(f"--seed must be an integer, got {text!r}") from None
-
-
-def judge_command(args: argparse.Namespace, console: Console) -> int:
-    device = resolve_device(args.device)
-    seed = parse_seed(args.seed)
-    suite_name = args.suite or ("qr_v2" if device.startswith("cuda") else "smoke")
-    try:
-        suite = get_suite(suite_name)
-    except SuiteError as exc:
-        raise UsageError(str(exc)) from None
-    mode = args.command
-    rule = getattr(args, "rule", None) or ("contest" if device.startswith("cuda") else "quick")
-    config = JudgeConfig(
-        suite=suite, mode=mode, device=device, seed=seed, rule=rule, recheck=args.recheck
-    )
-    report = _judge_with_progress(args.file, config, console, f"{mode} {args.file.name}")
-    if report.verdict == "rejected":
-        print(f"qrsup: error: {report.reason}", file=sys.stderr)
-        return 2
-    baseline = None
-    if getattr(args, "baseline", False):
-        baseline = _judge_with_progress(BASELINE_CANDIDATE, config, console, "baseline torch.geqrf")
-    console.print(report_table(report, baseline))
-    for line in summary_lines(report, baseline):
-        console.print(line, highlight=False)
-    if report.candidate_output.strip() and not report.passed:
-        console.print("[dim]candidate output (tail):[/]")
-        console.print(report.candidate_output[-2000:], markup=False, highlight=False)
-    if args.json_out is not None:
-        payload = {"report": report.to_dict()}
-        if baseline is not None:
-            payload["baseline"] = baseline.to_dict()
-        args.json_out.write_text(json.dumps(payload, indent=2))
-    return 0 if report.passed and (baseline is None or baseline.passed) else 1
-
-
-def _judge_with_progress(
-    file: Path, config: JudgeConfig, console: Console, title: str
-) -> JudgeReport:
-    with JudgeProgress(console, title) as progress:
-        return evaluate(file, config, on_progress=progress.update)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -136,7 +72,14 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         if args.command in ("test", "bench"):
             return judge_command(args, console)
-        raise UsageError(f"unknown command {args.command}")
+        from supervisor import commands
+
+        if args.command is None or args.command == "run":
+            choices = commands.launch_choices(args, "cuda:0" if cuda_available() else "cpu")
+            if args.command == "run" and args.headless:
+                return commands.headless(choices, console)
+            return commands.tui(choices)
+        return commands.dispatch(args, console)
     except UsageError as exc:
         print(f"qrsup: error: {exc}", file=sys.stderr)
         return 2

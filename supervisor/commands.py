@@ -1,0 +1,134 @@
+"""The session verbs of the command line: launch (TUI or headless), status, and scripting."""
+
+from __future__ import annotations
+
+import argparse
+from concurrent.futures import Future
+
+from rich.console import Console
+from rich.table import Table
+
+from agents.records import format_ms
+from agents.session import SessionError
+from agents.store import Store
+from supervisor import actions
+from supervisor.errors import UsageError
+from supervisor.fleet import Fleet, FleetError, find_session
+from supervisor.headless import run_headless
+from supervisor.launch import LaunchChoices, LaunchError, prepare_session
+
+ASK_TIMEOUT_S = 300.0
+
+
+def launch_choices(args: argparse.Namespace, device: str) -> LaunchChoices:
+    return LaunchChoices(
+        workspace=args.workspace,
+        session=args.session,
+        agents=args.agents,
+        proposer=args.proposer,
+        suite=args.suite,
+        goal=args.goal,
+        budget=args.budget,
+        device=device,
+        init=args.init,
+    )
+
+
+def _prepared_fleet(choices: LaunchChoices, console: Console) -> Fleet:
+    try:
+        paths, config, created = prepare_session(choices)
+    except (LaunchError, SessionError) as exc:
+        raise UsageError(str(exc)) from None
+    verb = "created" if created else "reattaching to"
+    console.print(f"{verb} session '{config.name}' in {paths.root} ({config.suite} suite)")
+    return Fleet(paths)
+
+
+def headless(choices: LaunchChoices, console: Console) -> int:
+    return run_headless(_prepared_fleet(choices, console), console)
+
+
+def tui(choices: LaunchChoices) -> int:
+    from supervisor.app import run_app
+
+    fleet = _prepared_fleet(choices, Console(stderr=True))
+    return run_app(fleet)
+
+
+def _fleet(args: argparse.Namespace) -> Fleet:
+    try:
+        return Fleet(find_session(args.workspace.resolve(), args.session))
+    except (FleetError, SessionError) as exc:
+        raise UsageError(str(exc)) from None
+
+
+def dispatch(args: argparse.Namespace, console: Console) -> int:
+    fleet = _fleet(args)
+    if args.command == "status":
+        console.print(status_table(fleet))
+        return 0
+    if args.command == "ask":
+        return _ask(fleet, args.agent, " ".join(args.question), console)
+    if args.command == "steer":
+        result = actions.steer(fleet, args.agent, " ".join(args.text))
+    elif args.command == "goal":
+        result = actions.set_goal(fleet, args.agent, " ".join(args.goal))
+    elif args.command == "promote":
+        result = actions.promote_candidate(fleet, args.candidate)
+    else:
+        verb = {
+            "pause": actions.pause,
+            "resume": actions.resume,
+            "kill": actions.kill,
+            "restart": actions.restart,
+        }[args.command]
+        result = verb(fleet, args.agent)
+    if not result.ok:
+        raise UsageError(result.message)
+    console.print(result.message, highlight=False, markup=False)
+    return 0
+
+
+def _ask(fleet: Fleet, agent: str, question: str, console: Console) -> int:
+    pending = actions.ask(fleet, agent, question)
+    if not isinstance(pending, Future):
+        raise UsageError(pending.message)
+    answer = pending.result(timeout=ASK_TIMEOUT_S)
+    actions.record_answer(fleet, agent, answer)
+    console.print(answer.answer, highlight=False, markup=False)
+    return 0
+
+
+def status_table(fleet: Fleet) -> Table:
+    """Agents with their state, and the beam and incumbent from the store."""
+    table = Table(title=f"session {fleet.session.name}", title_justify="left")
+    for column in ("agent", "role", "proposer", "state", "it", "best", "last", "heartbeat", "goal"):
+        table.add_column(column)
+    for s in fleet.statuses():
+        age = f"{s.heartbeat_age_s:.0f}s" if s.heartbeat_age_s is not None else "—"
+        table.add_row(
+            s.name,
+            s.role,
+            s.proposer,
+            s.state,
+            str(s.iteration),
+            format_ms(s.best_geomean_ns),
+            s.last_verdict or "—",
+            age,
+            s.goal,
+        )
+    store = Store(fleet.paths.store)
+    try:
+        incumbent = store.candidate(store.incumbent_id() or "")
+        beam = store.beam()
+        if incumbent is not None:
+            table.caption = (
+                f"incumbent {incumbent.id} · {format_ms(incumbent.geomean_ns)}"
+                + "".join(
+                    f" · {role} {row['candidate_id']} {format_ms(row['geomean_ns'])}"
+                    for role, row in beam.items()
+                )
+            )
+    finally:
+        store.close()
+    return table

@@ -1,0 +1,95 @@
+"""`qrsup run --headless`: start or reattach the session's agents and print one line per event."""
+
+from __future__ import annotations
+
+import signal
+import time
+from types import FrameType
+
+from rich.console import Console
+
+from agents.records import format_ms
+from supervisor.event_tail import EventTail
+from supervisor.fleet import Fleet
+
+POLL_SECONDS = 0.5
+STOP_GRACE_SECONDS = 600.0
+
+
+def event_line(event: dict) -> str | None:
+    """One line for the events a person follows; None for the rest."""
+    kind, agent = event.get("event"), event.get("agent", "?")
+    stamp = str(event.get("time", ""))[11:]
+    if kind == "iteration":
+        hypothesis = event.get("hypothesis") or "—"
+        reason = str(event.get("reason") or "").strip().splitlines()
+        tail = f" ({reason[0][:120]})" if reason and event.get("verdict") != "pass" else ""
+        return (
+            f"{stamp} {agent} it {event.get('iteration')} {event.get('candidate_id') or '—'} "
+            f"{event.get('verdict')} {format_ms(event.get('geomean_ns'))} → {event.get('decision')}"
+            f" · {hypothesis[:100]}{tail}"
+        )
+    if kind == "goal_met":
+        return f"{stamp} {agent} goal met: {event.get('goal')} by {event.get('candidate_id')}"
+    if kind == "steering":
+        sender, text = event.get("sender"), event.get("text")
+        return f"{stamp} {agent} took {event.get('kind')} from {sender}: {text}"
+    if kind in ("crashed", "stopped"):
+        detail = event.get("reason") or str(event.get("error", "")).strip().splitlines()[-1:]
+        return f"{stamp} {agent} {kind}: {detail}"
+    if kind == "advisor":
+        return f"{stamp} {agent} advisor: {event.get('ideas')}"
+    return None
+
+
+def run_headless(fleet: Fleet, console: Console) -> int:
+    """Follow the agents until all have stopped or met their goals; Ctrl-C stops, twice kills."""
+    names = fleet.names()
+    running_before = {n for n in names if fleet.is_running(n)}
+    tails = {n: EventTail(fleet.paths.events(n), from_end=n in running_before) for n in names}
+    for name, pid in fleet.start_all().items():
+        verb = "reattached to" if name in running_before else "started"
+        console.print(f"{verb} {name} (pid {pid})", highlight=False)
+    interrupts = 0
+
+    def on_interrupt(signum: int, frame: FrameType | None) -> None:
+        nonlocal interrupts
+        interrupts += 1
+        if interrupts == 1:
+            console.print("stopping agents: evaluations in flight finish; Ctrl-C again to kill")
+            for name in names:
+                if fleet.is_running(name):
+                    fleet.stop(name)
+        else:
+            console.print("killing agents")
+            for name in names:
+                fleet.kill(name)
+
+    previous = signal.signal(signal.SIGINT, on_interrupt)
+    try:
+        while True:
+            for tail in tails.values():
+                for event in tail.read_new():
+                    if line := event_line(event):
+                        console.print(line, highlight=False, markup=False)
+            statuses = fleet.statuses()
+            live = [s for s in statuses if s.alive]
+            if not live:
+                break
+            if all(s.state == "goal met" for s in live):
+                console.print("every running agent has met its goal; stopping them")
+                for status in live:
+                    fleet.stop(status.name)
+                fleet.wait_stopped([s.name for s in live], STOP_GRACE_SECONDS)
+            time.sleep(POLL_SECONDS)
+        for tail in tails.values():
+            for event in tail.read_new():
+                if line := event_line(event):
+                    console.print(line, highlight=False, markup=False)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    crashed = [s.name for s in fleet.statuses() if s.state == "crashed"]
+    if crashed:
+        console.print(f"crashed: {', '.join(crashed)} (see their agent.log)")
+        return 1
+    return 0

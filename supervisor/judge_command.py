@@ -1,0 +1,116 @@
+"""`qrsup test` and `qrsup bench`: judge one file and print the per-spec table."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+from kernels.judge.report import JudgeReport
+from kernels.judge.runner import JudgeConfig, evaluate
+from kernels.suites import SuiteError, get_suite
+from kernels.timing import STOPPING_RULES
+from supervisor.errors import UsageError
+from supervisor.judge_view import JudgeProgress, report_table, summary_lines
+
+BASELINE_CANDIDATE = Path(__file__).resolve().parent.parent / "kernels/candidates/torch_geqrf.py"
+
+
+def add_judge_commands(commands: argparse._SubParsersAction) -> None:
+    for name, help_text in (
+        ("test", "check a candidate file against a suite's test specs"),
+        ("bench", "check and time a candidate file on a suite's benchmark specs"),
+    ):
+        sub = commands.add_parser(name, help=help_text)
+        sub.add_argument("file", type=Path, help="a Python file defining custom_kernel(A)")
+        sub.add_argument("--suite", help="qr_v2, smoke, or a suite .toml (default: by device)")
+        sub.add_argument("--seed", help="secret seed mixed into every spec's seed")
+        sub.add_argument("--device", help="cpu, cuda or cuda:N (default: cuda if present)")
+        sub.add_argument("--json", type=Path, dest="json_out", help="write the report here")
+        sub.add_argument(
+            "--recheck",
+            choices=("sampled", "all"),
+            default="sampled",
+            help="re-check a random sample of timed outputs, or all of them",
+        )
+        if name == "bench":
+            sub.add_argument(
+                "--baseline", action="store_true", help="also time torch.geqrf in the same run"
+            )
+            sub.add_argument(
+                "--rule",
+                choices=sorted(STOPPING_RULES),
+                default=None,
+                help="stopping rule (default: contest on CUDA, quick on the CPU)",
+            )
+
+
+def cuda_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def resolve_device(requested: str | None) -> str:
+    if requested is None:
+        return "cuda" if cuda_available() else "cpu"
+    if requested == "cpu":
+        return "cpu"
+    if requested == "cuda" or (requested.startswith("cuda:") and requested[5:].isdigit()):
+        if not cuda_available():
+            raise UsageError(f"--device {requested} asked for, but no CUDA device is available")
+        return requested
+    raise UsageError(f"--device must be cpu, cuda or cuda:N, got {requested!r}")
+
+
+def parse_seed(text: str | None) -> int | None:
+    if text is None:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise UsageError(f"--seed must be an integer, got {text!r}") from None
+
+
+def judge_command(args: argparse.Namespace, console: Console) -> int:
+    device = resolve_device(args.device)
+    seed = parse_seed(args.seed)
+    suite_name = args.suite or ("qr_v2" if device.startswith("cuda") else "smoke")
+    try:
+        suite = get_suite(suite_name)
+    except SuiteError as exc:
+        raise UsageError(str(exc)) from None
+    mode = args.command
+    rule = getattr(args, "rule", None) or ("contest" if device.startswith("cuda") else "quick")
+    config = JudgeConfig(
+        suite=suite, mode=mode, device=device, seed=seed, rule=rule, recheck=args.recheck
+    )
+    report = _judge_with_progress(args.file, config, console, f"{mode} {args.file.name}")
+    if report.verdict == "rejected":
+        print(f"qrsup: error: {report.reason}", file=sys.stderr)
+        return 2
+    baseline = None
+    if getattr(args, "baseline", False):
+        baseline = _judge_with_progress(BASELINE_CANDIDATE, config, console, "baseline torch.geqrf")
+    console.print(report_table(report, baseline))
+    for line in summary_lines(report, baseline):
+        console.print(line, highlight=False)
+    if report.candidate_output.strip() and not report.passed:
+        console.print("[dim]candidate output (tail):[/]")
+        console.print(report.candidate_output[-2000:], markup=False, highlight=False)
+    if args.json_out is not None:
+        payload = {"report": report.to_dict()}
+        if baseline is not None:
+            payload["baseline"] = baseline.to_dict()
+        args.json_out.write_text(json.dumps(payload, indent=2))
+    return 0 if report.passed and (baseline is None or baseline.passed) else 1
+
+
+def _judge_with_progress(
+    file: Path, config: JudgeConfig, console: Console, title: str
+) -> JudgeReport:
+    with JudgeProgress(console, title) as progress:
+        return evaluate(file, config, on_progress=progress.update)
