@@ -50,6 +50,7 @@ class SessionConfig:
     auto_promote: bool = True
     structural_protection: int = 10  # iterations a new structural entry is safe from eviction
     advisor_after: int = 8  # non-improving iterations before the advisor is asked
+    advisor: dict[str, object] = field(default_factory=dict)  # the advisor's model; empty: playbook
     agents: tuple[AgentSpec, ...] = ()
 
     def agent(self, name: str) -> AgentSpec:
@@ -118,9 +119,11 @@ class RunPaths:
 def save_session(paths: RunPaths, config: SessionConfig) -> None:
     """Write session.toml atomically."""
     paths.root.mkdir(parents=True, exist_ok=True)
-    top = {k: v for k, v in asdict(config).items() if k != "agents"}
+    top = {k: v for k, v in asdict(config).items() if k not in ("agents", "advisor")}
     top["workspace"] = str(config.workspace)
     lines = [f"{key} = {_toml(value)}" for key, value in top.items()]
+    if config.advisor:
+        lines += ["", "[advisor]"] + [f"{k} = {_toml(v)}" for k, v in config.advisor.items()]
     for spec in config.agents:
         lines += ["", "[[agents]]"]
         for key, value in asdict(spec).items():

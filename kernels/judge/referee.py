@@ -1,6 +1,6 @@
 """The referee: the trusted judge process. It owns inputs, checks, clocks and the report.
 
-Run as `python -m kernels.judge.referee REPORT_FD` with a JSON config line on stdin. No candidate
+Started through `kernels.judge.referee_main`, with a JSON config line on stdin. No candidate
 code ever runs here; the contestant is a child in its own process group, and nothing it sends is
 unpickled or believed without a check.
 
@@ -12,10 +12,7 @@ decided after the repetition ran, so a candidate cannot know which answers will 
 
 from __future__ import annotations
 
-import json
-import os
 import secrets
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -33,7 +30,6 @@ from kernels.judge.integrity import (
     judge_integrity,
 )
 from kernels.judge.outcome import SpecOutcome, assemble_report
-from kernels.judge.processes import become_subreaper, make_undumpable
 from kernels.judge.protocol import sign, write_all
 from kernels.suites import Spec
 from kernels.timing import STOPPING_RULES, Stats, inputs_per_repetition
@@ -64,7 +60,7 @@ class Reporter:
 class Referee:
     """Drives one contestant through calibration, loading, tests and benchmarks."""
 
-    def __init__(self, config: dict, reporter: Reporter) -> None:
+    def __init__(self, config: dict, reporter: Reporter, contestant: ContestantProcess) -> None:
         self.config = config
         self.reporter = reporter
         self.device = torch.device("cuda:0" if config["device"].startswith("cuda") else "cpu")
@@ -79,11 +75,7 @@ class Referee:
         self.go_overhead_ns = 0.0
         self.baselines: dict[Spec, CycleBaseline] = {}
         self.dead: ContestantFailure | None = None
-        self.contestant = ContestantProcess(
-            str(self.device),
-            work_dir / "candidate-output.log",
-            int(config["memory_limit_bytes"]),
-        )
+        self.contestant = contestant
 
     def run(self) -> dict:
         started = time.monotonic()
@@ -304,18 +296,5 @@ class Referee:
             outcome.check_s += time.monotonic() - start
 
 
-def main() -> None:
-    make_undumpable()
-    become_subreaper()
-    report_fd = int(sys.argv[1])
-    config = json.loads(sys.stdin.readline())
-    key = bytes.fromhex(config.pop("key"))
-    sys.stdin.close()
-    reporter = Reporter(report_fd, key)
-    report = Referee(config, reporter).run()
-    reporter.send(report)
-    os.close(report_fd)
-
-
-if __name__ == "__main__":
-    main()
+def run(config: dict, reporter: Reporter, contestant: ContestantProcess) -> dict:
+    return Referee(config, reporter, contestant).run()

@@ -146,7 +146,7 @@ def _run_referee(
     referee_log = open(work_dir / "referee.log", "wb")  # noqa: SIM115 - closed below
     started = time.monotonic()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "kernels.judge.referee", str(report_write)],
+        [sys.executable, "-m", "kernels.judge.referee_main", str(report_write)],
         stdin=subprocess.PIPE,
         stdout=referee_log,
         stderr=subprocess.STDOUT,

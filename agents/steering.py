@@ -1,0 +1,81 @@
+"""What steering can change in an agent, and taking its inbox at the iteration boundary."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from agents import inbox
+from agents.goals import Goal, GoalError, parse_goal
+from agents.recorder import Recorder
+from agents.session import RunPaths
+from agents.store import Store
+
+
+@dataclass
+class AgentState:
+    """The agent's steerable state; only `take_messages` changes it between iterations."""
+
+    goal: Goal
+    goal_reference: dict[int, float] = field(default_factory=dict)
+    steering: list[str] = field(default_factory=list)
+    advice: list[str] = field(default_factory=list)
+    paused: bool = False
+    goal_met: bool = False
+    stop_requested: bool = False
+
+
+def take_messages(
+    paths: RunPaths,
+    store: Store,
+    recorder: Recorder,
+    state: AgentState,
+    iteration: int,
+    incumbent_means: Callable[[], dict[int, float]],
+) -> None:
+    """Apply every pending message once: recorded as consumed in the store, then archived."""
+    for path, message in inbox.pending(paths.inbox(recorder.agent)):
+        fresh = store.consume_steering(
+            message.id, recorder.agent, message.kind, message.text, iteration
+        )
+        if fresh:
+            _apply(message, state, recorder, incumbent_means)
+            recorder.event(
+                {
+                    "event": "steering",
+                    "kind": message.kind,
+                    "text": message.text,
+                    "sender": message.sender,
+                    "message_id": message.id,
+                    "iteration": iteration,
+                }
+            )
+        inbox.archive(path)
+
+
+def _apply(
+    message: inbox.Message,
+    state: AgentState,
+    recorder: Recorder,
+    incumbent_means: Callable[[], dict[int, float]],
+) -> None:
+    recorder.log.write(f"message ({message.kind}) from {message.sender}: {message.text}")
+    if message.kind == "steer":
+        state.steering.append(message.text)
+        state.goal_met = False
+    elif message.kind == "advisor":
+        state.advice.append(message.text)
+    elif message.kind == "goal":
+        try:
+            state.goal = parse_goal(message.text)
+        except GoalError as exc:
+            recorder.log.write(f"goal not changed: {exc}")
+            return
+        state.goal_met = False
+        state.goal_reference = incumbent_means()
+    elif message.kind == "pause":
+        state.paused = True
+    elif message.kind == "resume":
+        state.paused = False
+    elif message.kind == "stop":
+        state.stop_requested = True

@@ -1,0 +1,63 @@
+"""Helpers for tests that run real agent processes on a tiny suite in a throwaway workspace."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from agents.git_workspace import init_repo
+from agents.session import AgentSpec, RunPaths, SessionConfig, save_session
+
+TINY_SUITE = """
+name = "tiny-loop"
+[[tests]]
+batch = 2
+n = 12
+case = "dense"
+[[tests]]
+batch = 2
+n = 9
+case = "rankdef"
+[[benchmarks]]
+batch = 4
+n = 16
+cond = 1
+[[benchmarks]]
+batch = 2
+n = 24
+case = "mixed"
+cond = 2
+"""
+
+
+def make_session(
+    tmp_path: Path, agents: tuple[AgentSpec, ...], auto_promote: bool = False, name: str = "t"
+) -> RunPaths:
+    """A git workspace with a tiny suite and a saved session; agents not started."""
+    workspace = tmp_path / "ws"
+    init_repo(workspace)
+    suite = workspace / "tiny.toml"
+    suite.write_text(TINY_SUITE)
+    config = SessionConfig(
+        name=name,
+        workspace=workspace,
+        suite=str(suite),
+        rule="quick",
+        auto_promote=auto_promote,
+        agents=agents,
+    )
+    paths = RunPaths.of(workspace, name)
+    save_session(paths, config)
+    return paths
+
+
+def wait_for(condition: Callable[[], object], timeout_s: float, what: str) -> object:
+    """Poll a condition until it is truthy; fail the test with `what` at the deadline."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out after {timeout_s:g} s waiting for {what}")

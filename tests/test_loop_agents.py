@@ -1,0 +1,141 @@
+"""Real agent processes on a tiny suite: records, steering, kill -9 and restart, dedupe, goals."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+
+import git
+import psutil
+import pytest
+
+from agents import inbox
+from agents.evaluation import Evaluator
+from agents.promotion import promote
+from agents.records import read_events
+from agents.session import AgentSpec, load_session
+from agents.store import Store
+from kernels.suites import get_suite
+from supervisor.fleet import Fleet
+from tests.loop_helpers import make_session, wait_for
+
+pytestmark = pytest.mark.timeout(600)
+
+
+def iteration_events(paths, name):
+    return [e for e in read_events(paths.events(name)) if e.get("event") == "iteration"]
+
+
+def test_two_tuner_agents_record_every_evaluation_once_and_promotion_commits_once(tmp_path):
+    agents = (
+        AgentSpec("a1", role="exploit", max_iterations=2, goal="geomean < 1ns"),
+        AgentSpec("a2", role="near-miss", max_iterations=2, goal="geomean < 1ns"),
+    )
+    paths = make_session(tmp_path, agents)
+    fleet = Fleet(paths)
+    fleet.start_all()
+    assert fleet.wait_stopped(["a1", "a2"], 480) == []
+    store = Store(paths.store)
+    log_md = (paths.root.parent.parent / "log.md").read_text()
+    for name in ("a1", "a2"):
+        assert fleet.status(name).state == "stopped"
+        rows = store.iterations(name)
+        assert sorted(r["iteration"] for r in rows) == [1, 2]
+        events = iteration_events(paths, name)
+        assert sorted(e["iteration"] for e in events) == [1, 2]
+        evaluated = [e for e in events if e["evaluated"]]
+        for event in evaluated:
+            assert log_md.count(f"· {name} · {event['candidate_id']} ·") == 1
+    evaluated_ids = {
+        e["candidate_id"]
+        for n in ("a1", "a2")
+        for e in iteration_events(paths, n)
+        if e["evaluated"]
+    }
+    stored_ids = {
+        row["candidate_id"] for row in store.evaluations() if row["agent"] in ("a1", "a2")
+    }
+    assert evaluated_ids == stored_ids
+    # A human promotion of the best candidate: revalidated, then exactly one commit with figures.
+    repo = git.Repo(paths.root.parent.parent)
+    before = repo.head.commit.hexsha
+    best = min(
+        (c for c in store.candidates() if c.agent in ("a1", "a2") and c.geomean_ns),
+        key=lambda c: c.geomean_ns,
+    )
+    session = load_session(paths)
+    evaluator = Evaluator(get_suite(session.suite), "cpu", "quick")
+    result = promote(session.workspace, paths, store, evaluator, best.id, by="test")
+    assert result.ok, result.message
+    commits = list(repo.iter_commits(f"{before}..HEAD"))
+    assert len(commits) == 1
+    assert commits[0].message.startswith(f"Promote {best.id}: geomean")
+    assert "per-spec (ms):" in commits[0].message
+    assert (paths.root.parent.parent / "kernels/incumbent.py").read_text() == best.source
+    assert store.incumbent_id() == best.id
+    store.close()
+
+
+def test_steering_sent_during_an_evaluation_is_taken_once_at_the_next_boundary(tmp_path):
+    paths = make_session(tmp_path, (AgentSpec("a1", max_iterations=2, goal="geomean < 1ns"),))
+    fleet = Fleet(paths)
+    fleet.start("a1")
+    wait_for(
+        lambda: fleet.status("a1").state == "evaluating" and fleet.status("a1").iteration >= 1,
+        240,
+        "an evaluation",
+    )
+    message = fleet.send("a1", "steer", "try panel_width=16")
+    assert fleet.wait_stopped(["a1"], 300) == []
+    taken = [e for e in read_events(paths.events("a1")) if e.get("event") == "steering"]
+    assert [e["message_id"] for e in taken] == [message.id]
+    assert taken[0]["iteration"] == 1  # taken at the boundary after iteration 1, not during it
+    store = Store(paths.store)
+    assert [r["id"] for r in store.steering("a1")] == [message.id]
+    assert inbox.pending(paths.inbox("a1")) == []
+    second = next(e for e in iteration_events(paths, "a1") if e["iteration"] == 2)
+    assert "steered: all.panel_width=16" in second["hypothesis"]
+    store.close()
+
+
+def test_kill_9_mid_evaluation_then_restart_continues_from_the_last_record(tmp_path):
+    paths = make_session(tmp_path, (AgentSpec("a1", max_iterations=3, goal="geomean < 1ns"),))
+    fleet = Fleet(paths)
+    pid = fleet.start("a1")
+    wait_for(lambda: [e for e in iteration_events(paths, "a1")], 300, "a first record")
+    wait_for(lambda: fleet.status("a1").state == "evaluating", 120, "the next evaluation")
+    tree = [pid] + [p.pid for p in psutil.Process(pid).children(recursive=True)]
+    os.kill(pid, signal.SIGKILL)
+    fleet.kill("a1")  # the fleet takes the orphaned judge processes down too
+    wait_for(
+        lambda: (
+            not any(psutil.pid_exists(p) and psutil.Process(p).status() != "zombie" for p in tree)
+        ),
+        30,
+        "no process left",
+    )
+    store = Store(paths.store)
+    done = store.last_iteration("a1")
+    assert done >= 1
+    for line in paths.events("a1").read_text().splitlines():
+        json.loads(line)  # every record is whole
+    store.close()
+    fleet.start("a1")
+    assert fleet.wait_stopped(["a1"], 400) == []
+    store = Store(paths.store)
+    iterations = sorted(r["iteration"] for r in store.iterations("a1"))
+    assert iterations == [1, 2, 3]
+    assert sorted(e["iteration"] for e in iteration_events(paths, "a1")) == [1, 2, 3]
+    store.close()
+
+
+def test_goal_met_agent_reports_and_idles(tmp_path):
+    paths = make_session(tmp_path, (AgentSpec("a1", goal="geomean < 100s"),))
+    fleet = Fleet(paths)
+    fleet.start("a1")
+    wait_for(lambda: fleet.status("a1").state == "goal met", 300, "the goal to be met")
+    met = [e for e in read_events(paths.events("a1")) if e.get("event") == "goal_met"]
+    assert len(met) == 1 and met[0]["goal"] == "geomean < 100s"
+    fleet.stop("a1")
+    assert fleet.wait_stopped(["a1"], 60) == []
