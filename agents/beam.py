@@ -1,6 +1,6 @@
 """The session's beam: role-typed slots instead of one lineage, and the rules for entering them.
 
-- exploit: the fastest passing candidate of the incumbent's family.
+- exploit: the fastest candidate of the incumbent's family, faster than the incumbent.
 - near-miss: wins at least one spec against the incumbent while losing overall.
 - structural: the fastest candidate of another family; a new entry is protected from being
   displaced for a number of iterations, so a young idea is not crowded out at once.
@@ -77,8 +77,9 @@ def _faster(a: float, b: float, noise: float) -> bool:
 def _exploit(c: Scored, slot: Slot | None, inc: Scored, noise: float, it: int) -> bool | str:
     if c.family != inc.family:
         return "another family"
-    if slot is not None and not _faster(c.geomean_ns, slot.holder.geomean_ns, noise):
-        return "not faster than the holder beyond noise"
+    best = min(inc.geomean_ns, slot.holder.geomean_ns) if slot is not None else inc.geomean_ns
+    if not _faster(c.geomean_ns, best, noise):
+        return "not faster than the incumbent and the holder beyond noise"
     return True
 
 

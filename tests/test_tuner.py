@@ -1,0 +1,90 @@
+"""The offline tuner: unseen points only, steering pins, focus on the classes with most to gain."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from agents.proposal import ParentCandidate, Proposal, ProposalContext, ProposalFailure
+from agents.spaces import BlockedWySpace, FastKernelSpace
+from agents.tuner import Sample, TunerProposer, source_hash
+from kernels.suites import QR_V2, SMOKE
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def context(source: str, steering=(), ideas=()) -> ProposalContext:
+    parent = ParentCandidate("c-parent", source, "", "blocked_wy", None)
+    return ProposalContext(
+        agent="a1",
+        role="exploit",
+        goal="",
+        iteration=1,
+        parent=parent,
+        incumbent=parent,
+        memory=(),
+        steering=tuple(steering),
+        advisor_ideas=tuple(ideas),
+        profile_summary=None,
+        spec_labels=(),
+        work_dir=Path("."),
+    )
+
+
+def test_tuner_never_proposes_a_seen_point_and_reports_exhaustion():
+    space = BlockedWySpace()
+    seen: set[str] = set()
+    parent = space.render(space.default_point())
+    seen.add(source_hash(parent))
+    tuner = TunerProposer(space, SMOKE.benchmarks, list, lambda h: h in seen, random.Random(1))
+    total = 1
+    for value in space.choices().values():
+        total *= len(value)
+    proposals = []
+    for _ in range(total + 5):
+        outcome = tuner.propose(context(parent))
+        if isinstance(outcome, ProposalFailure):
+            break
+        assert isinstance(outcome, Proposal)
+        digest = source_hash(outcome.source)
+        assert digest not in seen
+        seen.add(digest)
+        proposals.append(outcome)
+        parent = outcome.source
+    assert isinstance(outcome, ProposalFailure) and outcome.kind == "exhausted"
+    assert len(proposals) >= total // 2  # a walk reaches much of the 100-point space
+
+
+def test_steering_pins_a_knob():
+    space = BlockedWySpace()
+    tuner = TunerProposer(space, SMOKE.benchmarks, list, lambda h: False, random.Random(2))
+    outcome = tuner.propose(
+        context(space.render(space.default_point()), steering=["use panel_width=96"])
+    )
+    assert isinstance(outcome, Proposal)
+    assert outcome.params["all.panel_width"] == 96
+    assert "steered" in outcome.hypothesis
+
+
+def test_mutations_focus_on_the_class_that_trails_most():
+    space = FastKernelSpace(ROOT / "kernels/fast/configs.toml")
+    parent = space.default_point()
+    big = [i for i, s in enumerate(QR_V2.benchmarks) if s.n >= 2048]
+    slow = Sample(parent, 10.0, {i: (5.0 if i in big else 1.0) for i in range(12)})
+    fast = Sample({**parent}, 5.0, {i: 1.0 for i in range(12)})
+    tuner = TunerProposer(
+        space, QR_V2.benchmarks, lambda: [slow, fast], lambda h: False, random.Random(3)
+    )
+    classes = {space.class_of(QR_V2.benchmarks[i]) for i in big}
+    hits = 0
+    for _ in range(40):
+        outcome = tuner.propose(context(space.render(parent)))
+        changed = {k.split(".")[0] for k, v in outcome.params.items() if parent[k] != v}
+        hits += bool(changed & classes)
+    assert hits >= 25  # most mutations land on the large-n classes that trail
+
+
+def test_fast_space_round_trips_its_config():
+    space = FastKernelSpace(ROOT / "kernels/fast/configs.toml")
+    point = space.default_point()
+    assert space.read(space.render(point)) == point
