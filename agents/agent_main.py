@@ -67,9 +67,9 @@ def main(argv: list[str] | None = None) -> int:
     store = Store(paths.store)
     try:
         evaluator = Evaluator(get_suite(session.suite), spec.device, session.rule)
-        agent = ResearchAgent(
-            paths, session, spec, store, build_proposer(spec, session, store), evaluator
-        )
+        proposer = build_proposer(spec, session, store)
+        advisor = build_advisor(spec, session, paths)
+        agent = ResearchAgent(paths, session, spec, store, proposer, evaluator, advisor)
         return agent.run()
     except Exception:
         text = traceback.format_exc()
