@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -9,6 +11,14 @@ from rich.table import Table
 from kernels.judge.report import JudgeReport
 
 STATUS_STYLE = {"pass": "green", "skipped": "dim"}
+
+
+def display_path(path: str) -> str:
+    """A candidate's path relative to the working directory when it lies below it."""
+    try:
+        return str(Path(path).relative_to(Path.cwd()))
+    except ValueError:
+        return path
 
 
 def format_ms(ns: float | None) -> str:
