@@ -1,0 +1,78 @@
+"""Loop throughput: run N tuner agents for a fixed time on a suite and report what they did.
+
+Usage: python scripts/measure_loop.py --agents 2 --minutes 5 [--suite smoke] [--device cpu]
+Prints evaluations (judge runs) per minute, iterations per minute, and the share of judge wall
+time spent outside the candidate's timed calls (process start, calibration, checks, records).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+from agents.git_workspace import init_repo
+from agents.session import RunPaths, SessionConfig, save_session
+from agents.store import Store
+from supervisor.fleet import Fleet
+from supervisor.launch import default_agents
+
+
+def measure(agents: int, minutes: float, suite: str, device: str) -> dict[str, float]:
+    with tempfile.TemporaryDirectory(prefix="qrsup-loop-") as scratch:
+        workspace = Path(scratch) / "ws"
+        init_repo(workspace)
+        specs = default_agents(agents, "tuner", "geomean < 1ns", None, device)
+        config = SessionConfig(name="m", workspace=workspace, suite=suite, agents=specs)
+        paths = RunPaths.of(workspace, "m")
+        save_session(paths, config)
+        fleet = Fleet(paths)
+        started = time.monotonic()
+        fleet.start_all()
+        time.sleep(minutes * 60)
+        for name in fleet.names():
+            fleet.stop(name)
+        fleet.wait_stopped(fleet.names(), 900)
+        elapsed_min = (time.monotonic() - started) / 60
+        store = Store(paths.store)
+        rows = store.evaluations()
+        iterations = sum(len(store.iterations(n)) for n in fleet.names())
+        wall = kernel = 0.0
+        for row in rows:
+            report = json.loads(row["report"])
+            wall += report.get("phases_s", {}).get("wall", 0.0)
+            for spec in report.get("specs", []):
+                stats = spec.get("stats")
+                if stats:
+                    kernel += stats["mean_ns"] * stats["runs"] * spec["count"] / 1e9
+        store.close()
+    return {
+        "agents": agents,
+        "minutes": round(elapsed_min, 2),
+        "evaluations": len(rows),
+        "evaluations_per_minute": round(len(rows) / elapsed_min, 2),
+        "iterations": iterations,
+        "iterations_per_minute": round(iterations / elapsed_min, 2),
+        "judge_wall_s": round(wall, 1),
+        "timed_kernel_s": round(kernel, 1),
+        "share_outside_candidate": round(1 - kernel / wall, 3) if wall else None,
+        "load_average_1m": round(os.getloadavg()[0], 2),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--agents", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--minutes", type=float, default=5.0)
+    parser.add_argument("--suite", default="smoke")
+    parser.add_argument("--device", default="cpu")
+    args = parser.parse_args()
+    for count in args.agents:
+        print(json.dumps(measure(count, args.minutes, args.suite, args.device)), flush=True)
+
+
+if __name__ == "__main__":
+    main()
