@@ -10,6 +10,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 
+from agents.agent_main import build_advisor
 from agents.evaluation import Evaluator
 from agents.goals import GoalError, parse_goal
 from agents.promotion import promote
@@ -75,6 +76,28 @@ def _message(fleet: Fleet, agent: str, kind: str, effect: str) -> ActionResult:
         return ActionResult(False, f"{agent} is not running")
     fleet.send(agent, kind)
     return ActionResult(True, f"{agent} {effect}")
+
+
+def advise(fleet: Fleet, agent: str) -> ActionResult:
+    """Ask the agent's advisor now; its ideas go to the inbox like the loop's own plateau advice."""
+    if error := _known(fleet, agent):
+        return error
+    advisor = build_advisor(fleet.session.agent(agent), fleet.session, fleet.paths)
+    store = Store(fleet.paths.store)
+    try:
+        advice = advisor.advise(store.outcomes(agent))
+    finally:
+        store.close()
+        advisor.close()
+    if not advice.ideas:
+        return ActionResult(False, f"the advisor has no idea for {agent}: {advice.note}")
+    for idea in advice.ideas:
+        fleet.send(agent, "advisor", idea, sender="advisor")
+    return ActionResult(
+        True,
+        f"{len(advice.ideas)} idea(s) from {advice.source} queued for {agent}: "
+        + " | ".join(advice.ideas),
+    )
 
 
 def kill(fleet: Fleet, agent: str) -> ActionResult:
