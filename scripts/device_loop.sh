@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# One device call: a bounded headless tuner run on qr_v2 from the shipped kernel, GPU tests,
+# and profiles. Usage: device_loop.sh OUT [MINUTES]. Needs the wheels in .whl (see README of
+# docs/benchmarks.md's loop section) because the device has no network.
+set -uo pipefail
+out=${1:?output directory}
+minutes=${2:-5}
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+  --target /tmp/site .whl/*.whl || exit 1
+export PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1 COLUMNS=200
+qrsup=(python -m supervisor.cli)
+step() {  # step NAME LIMIT_S COMMAND...
+  local name=$1 limit=$2; shift 2
+  local start; start=$(date +%s)
+  timeout "$limit" "$@" > "$out/$name.txt" 2>&1
+  echo "$name rc=$? wall_s=$(( $(date +%s) - start ))" | tee -a "$out/steps.txt"
+}
+{ date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; git --version; } > "$out/env.txt" 2>&1
+workspace=/tmp/qrsup-gpu-ws
+step loop $(( minutes * 60 + 150 )) "${qrsup[@]}" run --headless --agents 1 --budget "${minutes}m" \
+  --workspace "$workspace" --init
+python - "$workspace" > "$out/loop_summary.json" <<'PY'
+import json, sys
+from pathlib import Path
+from agents.store import Store
+store = Store(Path(sys.argv[1]) / "runs/default/store.sqlite")
+evaluations = store.evaluations()
+promotions = store.promotions()
+first = store.candidate(promotions[0]["candidate_id"])
+last = store.candidate(store.incumbent_id())
+wall = sum(json.loads(r["report"]).get("phases_s", {}).get("wall", 0.0) for r in evaluations)
+print(json.dumps({
+    "evaluations": len(evaluations),
+    "judge_wall_s": wall,
+    "evaluations_per_gpu_hour": len(evaluations) / wall * 3600 if wall else None,
+    "iterations": len(store.iterations("a1")),
+    "incumbent_before": {"id": first.id, "geomean_ns": first.geomean_ns},
+    "incumbent_after": {"id": last.id, "geomean_ns": last.geomean_ns},
+    "promotions": [dict(p) for p in promotions],
+}, indent=2, default=str))
+PY
+cp "$workspace/log.md" "$out/loop_log.md" 2>/dev/null
+cp "$workspace/runs/default/agents/a1/agent.log" "$out/loop_agent.log" 2>/dev/null
+[ -n "${EXTRA:-}" ] && step extra 240 bash -c "$EXTRA"
+cat "$out/steps.txt" "$out/loop_summary.json"
+tail -n 30 "$out/loop.txt"
