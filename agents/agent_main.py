@@ -1,4 +1,4 @@
-"""Entry point of one agent process: `python -m agents.agent_main RUN_DIR AGENT_NAME`."""
+"""Entry point of one agent process: `python -m agents.agent_main RUN_DIR AGENT [DEVICE]`."""
 
 from __future__ import annotations
 
@@ -62,11 +62,12 @@ def main(argv: list[str] | None = None) -> int:
     paths, name = RunPaths(Path(args[0])), args[1]
     session = load_session(paths)
     spec = session.agent(name)
+    device = args[2] if len(args) > 2 else spec.device  # a leased GPU overrides "cuda"
     paths.ensure(name)
     paths.pid_file(name).write_text(str(os.getpid()))
     store = Store(paths.store)
     try:
-        evaluator = Evaluator(get_suite(session.suite), spec.device, session.rule)
+        evaluator = Evaluator(get_suite(session.suite), device, session.rule)
         proposer = build_proposer(spec, session, store)
         advisor = build_advisor(spec, session, paths)
         agent = ResearchAgent(paths, session, spec, store, proposer, evaluator, advisor)

@@ -24,7 +24,7 @@ class AgentSpec:
     proposer: str = "tuner"
     goal: str = "beat incumbent by 3%"
     family: str = "blocked_wy"
-    device: str = "cpu"
+    device: str = "cpu"  # cpu; cuda (a GPU leased at start); cuda:N (pinned to GPU N)
     max_iterations: int = 0  # 0: no limit
     max_seconds: float = 0.0  # 0: no limit
     model: dict[str, object] = field(default_factory=dict)
@@ -51,6 +51,8 @@ class SessionConfig:
     structural_protection: int = 10  # iterations a new structural entry is safe from eviction
     advisor_after: int = 8  # non-improving iterations before the advisor is asked
     advisor: dict[str, object] = field(default_factory=dict)  # the advisor's model; empty: playbook
+    gpus: str = ""  # GPUs agents on "cuda" may lease, e.g. "0,1,2"; empty: every visible one
+    agents_per_gpu: int = 1
     agents: tuple[AgentSpec, ...] = ()
 
     def agent(self, name: str) -> AgentSpec:

@@ -35,6 +35,10 @@ def _launch_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--goal", help="e.g. 'geomean < 2ms' or 'beat incumbent by 5%%'")
     parser.add_argument("--budget", help="per agent: iterations (20) or time (30m, 2h)")
     parser.add_argument("--init", action="store_true", help="git init the workspace if needed")
+    parser.add_argument("--gpus", help="GPUs agents may lease, e.g. 0,1,2 (default: all visible)")
+    parser.add_argument(
+        "--agents-per-gpu", type=int, default=1, help="agents sharing one GPU (default: 1)"
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -75,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         from supervisor import commands
 
         if args.command is None or args.command == "run":
-            choices = commands.launch_choices(args, "cuda:0" if cuda_available() else "cpu")
+            choices = commands.launch_choices(args, "cuda" if cuda_available() else "cpu")
             if args.command == "run" and args.headless:
                 return commands.headless(choices, console)
             return commands.tui(choices)

@@ -31,6 +31,8 @@ def launch_choices(args: argparse.Namespace, device: str) -> LaunchChoices:
         budget=args.budget,
         device=device,
         init=args.init,
+        gpus=args.gpus,
+        agents_per_gpu=args.agents_per_gpu,
     )
 
 

@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -21,8 +22,16 @@ from agents import inbox
 from agents.heartbeat import read_beat, write_beat
 from agents.session import AgentSpec, RunPaths, SessionConfig, load_session, save_session
 from kernels.judge.processes import kill_tree
+from supervisor.leases import GpuLeases, LeaseError, parse_gpus
 
 STALE_HEARTBEAT_S = 30.0
+
+
+def cuda_device_count() -> int:
+    """GPUs this machine shows; zero without CUDA."""
+    import torch
+
+    return torch.cuda.device_count()
 
 
 class FleetError(RuntimeError):
@@ -50,9 +59,18 @@ class AgentStatus:
 class Fleet:
     """Owns the agent processes of one run directory."""
 
-    def __init__(self, paths: RunPaths) -> None:
+    def __init__(
+        self, paths: RunPaths, visible_gpus: Callable[[], int] = cuda_device_count
+    ) -> None:
         self.paths = paths
         self._children: dict[str, subprocess.Popen] = {}
+        self._visible_gpus = visible_gpus
+
+    def leases(self) -> GpuLeases:
+        """The session's GPU leases (its `gpus` list, or every visible GPU)."""
+        session = self.session
+        gpus = parse_gpus(session.gpus or None, self._visible_gpus)
+        return GpuLeases(self.paths.root, gpus, session.agents_per_gpu)
 
     @property
     def session(self) -> SessionConfig:
@@ -82,15 +100,21 @@ class Fleet:
         return self.pid(name) is not None
 
     def start(self, name: str) -> int:
-        """Start the agent unless it already runs; returns its pid."""
-        self.session.agent(name)
+        """Start the agent unless it runs already; an agent on `cuda` leases a GPU first."""
+        spec = self.session.agent(name)
         existing = self.pid(name)
         if existing is not None:
             return existing
         self.paths.ensure(name)
+        device = spec.device
+        if device == "cuda":
+            try:
+                device = f"cuda:{self.leases().acquire(name)}"
+            except (LeaseError, ValueError) as exc:
+                raise FleetError(f"cannot start {name}: {exc}") from None
         log = open(self.paths.agent_dir(name) / "process.log", "ab")  # noqa: SIM115 - child owns it
         process = subprocess.Popen(
-            [sys.executable, "-m", "agents.agent_main", str(self.paths.root), name],
+            [sys.executable, "-m", "agents.agent_main", str(self.paths.root), name, device],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -100,6 +124,8 @@ class Fleet:
         log.close()
         self._children[name] = process
         self.paths.pid_file(name).write_text(str(process.pid))
+        if spec.device == "cuda":
+            self.leases().bind(name, process.pid)
         return process.pid
 
     def start_all(self) -> dict[str, int]:
@@ -125,6 +151,8 @@ class Fleet:
             return False
         kill_tree(pid)
         self._reap(name)
+        if self.session.agent(name).device == "cuda":
+            self.leases().release(name)
         beat = read_beat(self.paths.heartbeat(name))
         if beat is not None:
             killed = replace(beat, state="stopped", detail="killed", updated_at=time.time())

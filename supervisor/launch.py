@@ -35,6 +35,8 @@ class LaunchChoices:
     budget: str | None = None
     device: str = "cpu"
     init: bool = False
+    gpus: str | None = None
+    agents_per_gpu: int = 1
 
 
 def parse_budget(text: str | None) -> tuple[int, float]:
@@ -97,11 +99,15 @@ def prepare_session(choices: LaunchChoices) -> tuple[RunPaths, SessionConfig, bo
     if count < 1:
         raise LaunchError(f"--agents must be at least 1, got {count}")
     proposer = choices.proposer or "tuner"
+    if choices.agents_per_gpu < 1:
+        raise LaunchError(f"--agents-per-gpu must be at least 1, got {choices.agents_per_gpu}")
     config = SessionConfig(
         name=choices.session,
         workspace=workspace,
         suite=suite,
         rule="quick",
+        gpus=choices.gpus or "",
+        agents_per_gpu=choices.agents_per_gpu,
         agents=default_agents(count, proposer, goal, choices.budget, choices.device),
     )
     _ignore_runs(workspace)

@@ -1,0 +1,506 @@
+"""Watchers: file changes in the run directory and timed samples of the fleet, turned into messages.
+
+Two threads feed the app, and neither touches a widget: they post messages, which Textual delivers
+on its own loop. The run watcher sleeps until watchdog reports a change, then reads only what
+changed, at most once per `interval_s` (a burst of log lines arrives as one message). The fleet
+sampler wakes every few seconds, or sooner when a heartbeat changes, for what no file announces:
+a process that died, CPU and memory, the GPUs.
+"""
+
+from __future__ import annotations
+
+import difflib
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from textual.message import Message
+from watchdog.events import (
+    FileCreatedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
+from watchdog.observers import Observer
+
+from agents.session import RunPaths, SessionError
+from agents.store import CandidateRow, Store
+from supervisor.event_tail import EventTail
+from supervisor.fleet import AgentStatus, Fleet
+from supervisor.gpu_stats import GpuReport, GpuStats
+from supervisor.process_stats import ProcessStats, TreeLoad
+
+Post = Callable[[Message], object]
+PROFILE_BYTES = 8192
+LOG_TAIL_BYTES = 256 * 1024
+RECENT_ITERATIONS = 64
+_EVENT_TYPES = (FileModifiedEvent, FileMovedEvent, FileCreatedEvent)
+
+
+def read_head(path: Path, max_bytes: int) -> str | None:
+    """The first `max_bytes` of a text file, or None when it does not exist."""
+    try:
+        with path.open("rb") as handle:
+            return handle.read(max_bytes).decode(errors="replace")
+    except OSError:
+        return None
+
+
+class LogFollower:
+    """Reads one growing log from an offset; never holds more than `max_bytes` of it."""
+
+    def __init__(self, agent: str, path: Path, max_bytes: int = LOG_TAIL_BYTES) -> None:
+        self.agent = agent
+        self.path = path
+        self.max_bytes = max_bytes
+        self.offset = 0
+
+    def open_tail(self) -> list[str]:
+        """The complete lines of the file's last `max_bytes`; following continues from there."""
+        size = self._size()
+        start = self.offset = max(0, size - self.max_bytes)
+        lines = self._read(size)
+        return lines[1:] if start > 0 else lines  # the first line was cut
+
+    def read_new(self) -> tuple[list[str], bool]:
+        """Lines written since the last read; True when the middle was skipped (or truncated)."""
+        size = self._size()
+        if size < self.offset or size - self.offset > self.max_bytes:
+            return self.open_tail(), True
+        return self._read(size), False
+
+    def _size(self) -> int:
+        try:
+            return self.path.stat().st_size
+        except OSError:
+            return 0
+
+    def _read(self, size: int) -> list[str]:
+        try:
+            with self.path.open("rb") as handle:
+                handle.seek(self.offset)
+                data = handle.read(size - self.offset)
+        except OSError:
+            return []
+        end = data.rfind(b"\n")
+        if end < 0:
+            return []
+        self.offset += end + 1
+        return data[:end].decode(errors="replace").split("\n")
+
+
+@dataclass(frozen=True)
+class LeaderEntry:
+    """One candidate as the leaderboard shows it: full-suite figures, or its iteration's verdict."""
+
+    id: str
+    agent: str
+    role: str
+    family: str
+    hypothesis: str
+    parent_id: str | None
+    verdict: str
+    decision: str
+    geomean_ns: float | None
+    spec_means_ns: dict[int, float]
+    created_at: float
+
+
+@dataclass(frozen=True)
+class Board:
+    """The store's candidates, beam slots and incumbent at one moment."""
+
+    entries: tuple[LeaderEntry, ...] = ()
+    beam: tuple[tuple[str, str, float | None], ...] = ()
+    incumbent_id: str | None = None
+    incumbent_commit: str | None = None
+    incumbent_geomean_ns: float | None = None
+    spec_labels: tuple[str, ...] = ()
+
+    def best(self) -> LeaderEntry | None:
+        passing = [e for e in self.entries if e.verdict == "pass" and e.geomean_ns is not None]
+        return min(passing, key=lambda e: e.geomean_ns or 0.0, default=None)
+
+    def best_over_time(self) -> list[float]:
+        """The best passing geomean after each passing candidate, in the order they were made."""
+        series: list[float] = []
+        for entry in sorted(self.entries, key=lambda e: e.created_at):
+            if entry.verdict == "pass" and entry.geomean_ns is not None:
+                series.append(min(entry.geomean_ns, series[-1]) if series else entry.geomean_ns)
+        return series
+
+
+class BoardReader:
+    """Reads the store incrementally: only candidates of iterations recorded since the last read."""
+
+    def __init__(self, store_path: Path, spec_labels: tuple[str, ...]) -> None:
+        self.store_path = store_path
+        self.spec_labels = spec_labels
+        self.last: Board | None = None
+        self._store: Store | None = None
+        self._entries: dict[str, LeaderEntry] = {}
+        self._since = 0.0
+
+    def read(self) -> Board:
+        """Open the store on first use: SQLite connections belong to the thread that opened them."""
+        store = self._store = self._store or Store(self.store_path)
+        rows = store.iterations(limit=RECENT_ITERATIONS if self._since else None)
+        fresh = [r for r in rows if r["created_at"] > self._since]
+        if self._since and len(fresh) == RECENT_ITERATIONS:
+            fresh = [r for r in store.iterations() if r["created_at"] > self._since]
+        for row in reversed(fresh):
+            if row["candidate_id"] and row["outcome"] != "duplicate":
+                self._load(store, row["candidate_id"], row["outcome"], row["decision"])
+            self._since = max(self._since, row["created_at"])
+        beam = store.beam()
+        promotions = store.promotions()
+        incumbent = promotions[-1] if promotions else None
+        held = [r["candidate_id"] for r in beam.values()]
+        for candidate_id in [*held, *([incumbent["candidate_id"]] if incumbent else [])]:
+            known = self._entries.get(candidate_id)
+            if known is None or known.geomean_ns is None:  # the incumbent is evaluated after
+                self._load(store, candidate_id, "", "")
+        incumbent_entry = self._entries.get(incumbent["candidate_id"]) if incumbent else None
+        self.last = Board(
+            entries=tuple(self._entries.values()),
+            beam=tuple((role, r["candidate_id"], r["geomean_ns"]) for role, r in beam.items()),
+            incumbent_id=incumbent["candidate_id"] if incumbent else None,
+            incumbent_commit=incumbent["commit_sha"] if incumbent else None,
+            incumbent_geomean_ns=(incumbent["geomean_ns"] if incumbent else None)
+            or (incumbent_entry.geomean_ns if incumbent_entry else None),
+            spec_labels=self.spec_labels,
+        )
+        return self.last
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+
+    def _load(self, store: Store, candidate_id: str, outcome: str, decision: str) -> None:
+        row = store.candidate(candidate_id)
+        if row is not None:
+            self._entries[candidate_id] = _entry(row, outcome, decision)
+
+
+def _entry(row: CandidateRow, outcome: str, decision: str) -> LeaderEntry:
+    return LeaderEntry(
+        id=row.id,
+        agent=row.agent,
+        role=row.role,
+        family=row.family,
+        hypothesis=row.hypothesis,
+        parent_id=row.parent_id,
+        verdict=row.verdict or outcome or "pending",
+        decision=decision,
+        geomean_ns=row.geomean_ns,
+        spec_means_ns=dict(row.spec_means_ns or {}),
+        created_at=row.created_at,
+    )
+
+
+@dataclass
+class LogRead(Message, bubble=False):
+    """Lines of the followed agent's log; `fresh` when they replace what was shown."""
+
+    agent: str
+    lines: list[str]
+    fresh: bool
+
+
+@dataclass
+class ProfileRead(Message, bubble=False):
+    """The followed agent's latest profile summary, or None when it has none yet."""
+
+    agent: str
+    text: str | None
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, ProfileRead)
+
+
+@dataclass
+class BoardRead(Message, bubble=False):
+    """The store's candidates, beam and incumbent, as of now."""
+
+    board: Board
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, BoardRead)
+
+
+@dataclass
+class AgentsSampled(Message, bubble=False):
+    """Every agent's status and process load, and the GPUs, as of now."""
+
+    statuses: tuple[AgentStatus, ...]
+    loads: dict[str, TreeLoad]
+    gpus: GpuReport
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, AgentsSampled)
+
+
+@dataclass
+class NewBest(Message, bubble=False):
+    """A passing candidate beat every candidate before it."""
+
+    entry: LeaderEntry
+    previous_ns: float | None
+
+
+@dataclass
+class AgentCrashed(Message, bubble=False):
+    """An agent died without being told to."""
+
+    agent: str
+    detail: str
+
+
+@dataclass
+class GoalMet(Message, bubble=False):
+    """An agent met its goal and now idles."""
+
+    agent: str
+    goal: str
+    candidate_id: str
+
+
+@dataclass
+class AdvisorIdeas(Message, bubble=False):
+    """The advisor queued ideas for an agent."""
+
+    agent: str
+    source: str
+    ideas: list[str] = field(default_factory=list)
+
+
+@dataclass
+class DiffRead(Message, bubble=False):
+    """A candidate's source as a unified diff against its parent's."""
+
+    candidate_id: str
+    parent_id: str | None
+    diff: str
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, DiffRead)
+
+
+def read_diff(store_path: Path, candidate_id: str) -> DiffRead:
+    """Read both sources from the store (on the caller's thread) and diff them."""
+    store = Store(store_path)
+    try:
+        row = store.candidate(candidate_id)
+        parent = store.candidate(row.parent_id) if row and row.parent_id else None
+    finally:
+        store.close()
+    if row is None:
+        return DiffRead(candidate_id, None, "")
+    lines = difflib.unified_diff(
+        parent.source.splitlines() if parent else [],
+        row.source.splitlines(),
+        fromfile=row.parent_id or "(no parent)",
+        tofile=candidate_id,
+        n=2,
+        lineterm="",
+    )
+    return DiffRead(candidate_id, row.parent_id, "\n".join(lines))
+
+
+class _Changes(FileSystemEventHandler):
+    """Runs on watchdog's thread: only notes which file changed and wakes the reader."""
+
+    def __init__(self, note: Callable[[Path], None]) -> None:
+        self._note = note
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        if event.is_directory:
+            return
+        self._note(Path(str(getattr(event, "dest_path", "") or event.src_path)))
+
+
+class RunWatcher:
+    """Follows one agent's log and profile, every agent's events, and the store."""
+
+    def __init__(
+        self,
+        paths: RunPaths,
+        post: Post,
+        spec_labels: tuple[str, ...],
+        on_heartbeat: Callable[[], None],
+        interval_s: float = 0.1,
+    ) -> None:
+        self.paths = paths
+        self._post = post
+        self._on_heartbeat = on_heartbeat
+        self._interval_s = interval_s
+        self._board = BoardReader(paths.store, spec_labels)
+        self._tails: dict[str, EventTail] = {}
+        self._followed: LogFollower | None = None
+        self._dirty: set[tuple[str, str]] = {("board", "")}
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._observer = Observer()
+        self._thread = threading.Thread(target=self._run, name="run-watcher", daemon=True)
+
+    def start(self) -> None:
+        agents = self.paths.root / "agents"
+        agents.mkdir(parents=True, exist_ok=True)
+        for directory in agents.iterdir():
+            tail = EventTail(self.paths.events(directory.name), from_end=True)
+            self._tails[directory.name] = tail
+        changes = _Changes(self._note)
+        kinds = list(_EVENT_TYPES)
+        self._observer.schedule(changes, str(self.paths.root), event_filter=kinds)
+        self._observer.schedule(changes, str(agents), recursive=True, event_filter=kinds)
+        self._observer.start()
+        self._thread.start()
+        self._wake.set()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        self._observer.stop()
+        self._observer.join()
+        self._thread.join()
+
+    def follow(self, agent: str) -> None:
+        """Show this agent's log and profile from now on."""
+        self._mark("follow", agent)
+
+    def refresh_board(self) -> None:
+        self._mark("board", "")
+
+    def _mark(self, kind: str, agent: str) -> None:
+        with self._lock:
+            self._dirty.add((kind, agent))
+        self._wake.set()
+
+    def _note(self, path: Path) -> None:
+        if path.parent == self.paths.root:
+            if path.name.startswith(self.paths.store.name):
+                self._mark("board", "")
+            elif path.name == self.paths.config.name:
+                self._on_heartbeat()
+            return
+        try:
+            agent, *rest = path.relative_to(self.paths.root / "agents").parts
+        except ValueError:
+            return
+        if rest == ["agent.log"]:
+            self._mark("log", agent)
+        elif rest == ["events.jsonl"]:
+            self._mark("events", agent)
+        elif rest == ["heartbeat"]:
+            self._on_heartbeat()
+        elif path == self.paths.profile(agent):
+            self._mark("profile", agent)
+
+    def _run(self) -> None:
+        while True:
+            self._wake.wait()
+            if self._stop.is_set():
+                break
+            self._wake.clear()
+            with self._lock:
+                dirty, self._dirty = self._dirty, set()
+            for kind, agent in sorted(dirty):
+                self._read(kind, agent)
+            if self._stop.wait(self._interval_s):
+                break
+        self._board.close()
+
+    def _read(self, kind: str, agent: str) -> None:
+        followed = self._followed.agent if self._followed else None
+        if kind == "board":
+            self._read_board()
+        elif kind == "events":
+            self._read_events(agent)
+        elif kind == "follow":
+            self._followed = LogFollower(agent, self.paths.agent_log(agent))
+            self._post(LogRead(agent, self._followed.open_tail(), fresh=True))
+            self._read_profile(agent)
+        elif kind == "log" and agent == followed and self._followed is not None:
+            lines, skipped = self._followed.read_new()
+            if lines or skipped:
+                self._post(LogRead(agent, lines, fresh=skipped))
+        elif kind == "profile" and agent == followed:
+            self._read_profile(agent)
+
+    def _read_board(self) -> None:
+        previous = self._board.last
+        try:
+            board = self._board.read()
+        except SessionError:
+            return
+        if board == previous:
+            return
+        self._post(BoardRead(board))
+        best, before = board.best(), previous.best() if previous else None
+        if previous is not None and best is not None and (before is None or best.id != before.id):
+            self._post(NewBest(best, before.geomean_ns if before else None))
+
+    def _read_events(self, agent: str) -> None:
+        tail = self._tails.setdefault(agent, EventTail(self.paths.events(agent)))
+        for event in tail.read_new():
+            kind = event.get("event")
+            if kind == "goal_met":
+                self._post(GoalMet(agent, str(event.get("goal")), str(event.get("candidate_id"))))
+            elif kind == "advisor":
+                ideas = [str(i) for i in event.get("ideas") or []]
+                self._post(AdvisorIdeas(agent, str(event.get("source", "")), ideas))
+
+    def _read_profile(self, agent: str) -> None:
+        self._post(ProfileRead(agent, read_head(self.paths.profile(agent), PROFILE_BYTES)))
+
+
+class FleetSampler:
+    """Samples statuses, process trees and GPUs every `interval_s`, or sooner when poked."""
+
+    def __init__(
+        self, paths: RunPaths, post: Post, interval_s: float = 2.0, min_gap_s: float = 0.5
+    ) -> None:
+        self.paths = paths
+        self._post = post
+        self._interval_s = interval_s
+        self._min_gap_s = min_gap_s
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="fleet-sampler", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        self._thread.join()
+
+    def poke(self) -> None:
+        """Sample soon: something changed that the person should see now."""
+        self._wake.set()
+
+    def _run(self) -> None:
+        fleet, processes, gpus = Fleet(self.paths), ProcessStats(), GpuStats()
+        states: dict[str, str] = {}
+        try:
+            while not self._stop.is_set():
+                self._wake.clear()
+                try:
+                    statuses = tuple(fleet.statuses())
+                except SessionError:
+                    statuses = ()
+                loads = processes.sample({s.name: s.pid for s in statuses})
+                self._post(AgentsSampled(statuses, loads, gpus.sample()))
+                for status in statuses:
+                    was = states.get(status.name)
+                    if status.state == "crashed" and was is not None and was != "crashed":
+                        self._post(AgentCrashed(status.name, status.detail))
+                    states[status.name] = status.state
+                self._wake.wait(self._interval_s)
+                self._stop.wait(self._min_gap_s)
+        finally:
+            gpus.close()

@@ -1,0 +1,1 @@
+"""The supervisor's widgets, one per module, grouped by screen area."""

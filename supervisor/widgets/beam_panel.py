@@ -1,0 +1,46 @@
+"""The incumbent, the beam's slots, and the best geomean so far as a sparkline."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Sparkline, Static
+
+from supervisor.watchers import Board
+from supervisor.widgets.format import ms
+
+
+def beam_text(board: Board) -> Text:
+    """Incumbent first (with its commit), then one line per beam role."""
+    commit = (board.incumbent_commit or "")[:10] or "—"
+    text = Text()
+    text.append("incumbent ", style="bold")
+    text.append(f"{board.incumbent_id or '—'}  {ms(board.incumbent_geomean_ns)} ms  @{commit}")
+    for role, candidate_id, geomean_ns in sorted(board.beam):
+        text.append(f"\n{role:<11}", style="bold")
+        text.append(f"{candidate_id}  {ms(geomean_ns)} ms")
+    best = board.best()
+    if best is not None:
+        text.append("\nbest       ", style="bold")
+        text.append(f"{best.id}  {ms(best.geomean_ns)} ms ({best.agent})")
+    return text
+
+
+class BeamPanel(Vertical):
+    """Read-only: a promotion is a key on the leaderboard's selected row."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.border_title = "beam · incumbent"
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text("waiting for the store…"), id="beam-text")
+        yield Sparkline([], id="best-sparkline")
+
+    def show(self, board: Board) -> None:
+        self.query_one("#beam-text", Static).update(beam_text(board))
+        series = board.best_over_time()
+        self.query_one(Sparkline).data = [series[0] / value for value in series]  # taller: faster
+        if series:
+            self.border_subtitle = f"best {ms(series[0])} → {ms(series[-1])} ms"

@@ -1,0 +1,133 @@
+"""The leaderboard: every candidate with its full-suite figures, sortable by any column."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import ClassVar
+
+from rich.text import Text
+from textual.binding import Binding, BindingType
+from textual.message import Message
+from textual.widgets import DataTable
+
+from supervisor.watchers import Board, LeaderEntry
+from supervisor.widgets.format import VERDICT_STYLES, ms, styled
+
+SortValue = Callable[[LeaderEntry], object]
+FIXED: dict[str, tuple[str, SortValue]] = {
+    "id": ("candidate", lambda e: e.id),
+    "agent": ("agent", lambda e: e.agent),
+    "role": ("role", lambda e: e.role),
+    "verdict": ("verdict", lambda e: e.verdict),
+    "decision": ("decision", lambda e: e.decision),
+    "geomean": ("geomean ms", lambda e: e.geomean_ns),
+    "age": ("made", lambda e: -e.created_at),
+}
+CYCLE = ("geomean", "age", "agent", "verdict")
+
+
+def short_label(label: str) -> str:
+    """'8x128 mixed c2' → '8x128 mixed'; the dense case, the common one, goes unnamed."""
+    size, case, *_ = [*label.split(), "", ""]
+    return size if case in ("dense", "") else f"{size} {case[:5]}"
+
+
+def sort_key(value: object) -> tuple[bool, object]:
+    """Missing figures sort last whatever the column."""
+    return (value is None, value if value is not None else 0)
+
+
+class Leaderboard(DataTable):
+    """Rows keyed by candidate id and updated in place; the cursor stays on its candidate."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("t", "cycle_sort", "Sort")]
+
+    @dataclass
+    class CandidateHighlighted(Message):
+        """The person moved to another candidate: show its diff."""
+
+        candidate_id: str
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id, cursor_type="row")
+        self.entries: dict[str, LeaderEntry] = {}
+        self.sort_column = "geomean"
+        self._spec_columns: dict[str, int] = {}
+        self.border_title = "leaderboard · by geomean"
+
+    @property
+    def selected(self) -> LeaderEntry | None:
+        if not self.row_count:
+            return None
+        key = self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
+        return self.entries.get(key or "")
+
+    def show(self, board: Board) -> None:
+        if not self.columns:
+            for key, (label, _) in FIXED.items():
+                self.add_column(label, key=key)
+            for index, label in enumerate(board.spec_labels):
+                self._spec_columns[f"spec{index}"] = index
+                self.add_column(short_label(label), key=f"spec{index}")
+        keep = self.selected
+        for entry in board.entries:
+            if self.entries.get(entry.id) == entry:
+                continue
+            cells = self._cells(entry)
+            if entry.id in self.entries:
+                for column, value in zip(self.columns, cells, strict=True):
+                    self.update_cell(entry.id, column, value, update_width=True)
+            else:
+                self.add_row(*cells, key=entry.id)
+            self.entries[entry.id] = entry
+        self._sort(keep.id if keep else None)
+
+    def action_cycle_sort(self) -> None:
+        column = self.sort_column if self.sort_column in CYCLE else CYCLE[-1]
+        self.sort_by(CYCLE[(CYCLE.index(column) + 1) % len(CYCLE)])
+
+    def sort_by(self, column: str) -> None:
+        self.sort_column = column
+        label = FIXED[column][0] if column in FIXED else str(self.columns[column].label)
+        self.border_title = f"leaderboard · by {label}"
+        keep = self.selected
+        self._sort(keep.id if keep else None)
+
+    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
+        event.stop()
+        self.sort_by(str(event.column_key.value))
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        event.stop()
+        if event.row_key.value is not None:
+            self.post_message(self.CandidateHighlighted(event.row_key.value))
+
+    def _sort(self, keep: str | None) -> None:
+        value = self._value(self.sort_column)
+        self.sort("id", key=lambda cell: sort_key(value(self.entries[str(cell)])))
+        if keep is not None:
+            self.move_cursor(row=self.get_row_index(keep), scroll=True)
+
+    def _value(self, column: str) -> SortValue:
+        if column in FIXED:
+            return FIXED[column][1]
+        index = self._spec_columns[column]
+        return lambda e: e.spec_means_ns.get(index)
+
+    def _cells(self, entry: LeaderEntry) -> list[object]:
+        return [
+            Text(entry.id),
+            Text(entry.agent),
+            Text(entry.role),
+            styled(entry.verdict, VERDICT_STYLES),
+            Text(entry.decision or "—"),
+            ms(entry.geomean_ns),
+            _made(entry.created_at),
+            *(ms(entry.spec_means_ns.get(i)) for i in self._spec_columns.values()),
+        ]
+
+
+def _made(created_at: float) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(created_at))

@@ -1,0 +1,41 @@
+"""The progress of a promotion in flight: full-suite revalidation, spec by spec, then the commit."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+from textual.widgets import Label, ProgressBar
+
+
+class PromotionBar(Horizontal):
+    """Hidden until a promotion starts; the worker's progress frames move it."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.candidate_id = ""
+
+    def compose(self) -> ComposeResult:
+        yield Label("", id="promotion-label")
+        yield ProgressBar(total=None, show_eta=False, id="promotion-progress")
+
+    def begin(self, candidate_id: str) -> None:
+        self.candidate_id = candidate_id
+        self.query_one(ProgressBar).update(total=None, progress=0)
+        self._label(f"promoting {candidate_id}: starting the judge")
+        self.add_class("-active")
+
+    def advance(self, frame: dict) -> None:
+        """A judge progress frame: `phase`, and for specs `index`, `total` and `label`."""
+        phase = str(frame.get("phase", ""))
+        if "index" in frame and "total" in frame:
+            done = int(frame["index"]) + (1 if "status" in frame else 0)
+            self.query_one(ProgressBar).update(total=int(frame["total"]), progress=done)
+            phase = f"{phase} {done}/{frame['total']} {frame.get('label', '')}"
+        self._label(f"promoting {self.candidate_id}: revalidating, {phase}")
+
+    def end(self) -> None:
+        self.remove_class("-active")
+
+    def _label(self, text: str) -> None:
+        self.query_one("#promotion-label", Label).update(Text(text))
