@@ -79,9 +79,7 @@ def test_fleet_leases_a_gpu_per_agent_and_a_kill_frees_it(tmp_path):
         fleet.start("g1")
         holders = fleet.leases().holders()
         assert sorted(holders.values()) == [["g0"], ["g1"]]
-        argv = {
-            n: " ".join(__import__("psutil").Process(fleet.pid(n)).cmdline()) for n in ("g0", "g1")
-        }
+        argv = {n: " ".join(psutil.Process(fleet.pid(n)).cmdline()) for n in ("g0", "g1")}
         assert {argv["g0"].split()[-1], argv["g1"].split()[-1]} == {"cuda:0", "cuda:1"}
         fleet.kill("g0")
 
