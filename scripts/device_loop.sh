@@ -9,12 +9,7 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
   --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1 COLUMNS=200
 qrsup=(python -m supervisor.cli)
-step() {  # step NAME LIMIT_S COMMAND...
-  local name=$1 limit=$2; shift 2
-  local start; start=$(date +%s)
-  timeout "$limit" "$@" > "$out/$name.txt" 2>&1
-  echo "$name rc=$? wall_s=$(( $(date +%s) - start ))" | tee -a "$out/steps.txt"
-}
+source "$(dirname "$0")/device_common.sh"
 { date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; git --version; } > "$out/env.txt" 2>&1
 workspace=/tmp/qrsup-gpu-ws
 step loop $(( minutes * 60 + 150 )) "${qrsup[@]}" run --headless --agents 1 --budget "${minutes}m" \

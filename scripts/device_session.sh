@@ -5,12 +5,7 @@ set -uo pipefail
 out=${1:?output directory}
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 COLUMNS=220
 qrsup=(python -m supervisor.cli)
-step() {  # step NAME LIMIT_S COMMAND...
-  local name=$1 limit=$2; shift 2
-  local start; start=$(date +%s)
-  timeout "$limit" "$@" > "$out/$name.txt" 2>&1
-  echo "$name rc=$? wall_s=$(( $(date +%s) - start ))" | tee -a "$out/steps.txt"
-}
+source "$(dirname "$0")/device_common.sh"
 {
   date -u
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
