@@ -11,6 +11,8 @@ from dataclasses import asdict, dataclass
 
 import torch
 
+from kernels.phases import phase
+
 PANEL_IMPLS = ("unblocked", "recursive")
 T_METHODS = ("solve", "recurrence")
 
@@ -160,13 +162,16 @@ def geqrf_blocked(
     tau = torch.zeros(batch, n, dtype=h.dtype, device=h.device)
     for k in range(0, n, config.panel_width):
         w = min(config.panel_width, n - k)
-        h_panel, tau_panel = factor(h[:, k:, k : k + w])
-        h[:, k:, k : k + w] = h_panel
-        tau[:, k : k + w] = tau_panel
+        with phase("panel"):
+            h_panel, tau_panel = factor(h[:, k:, k : k + w])
+            h[:, k:, k : k + w] = h_panel
+            tau[:, k : k + w] = tau_panel
         if k + w < n:
-            v, t = make_t(unit_lower(h_panel), tau_panel)
-            step = config.update_chunk or (n - k - w)
-            for c in range(k + w, n, step):
-                cols = slice(c, min(n, c + step))
-                h[:, k:, cols] = apply_block_reflector_t(v, t, h[:, k:, cols])
+            with phase("T"):
+                v, t = make_t(unit_lower(h_panel), tau_panel)
+            with phase("trailing"):
+                step = config.update_chunk or (n - k - w)
+                for c in range(k + w, n, step):
+                    cols = slice(c, min(n, c + step))
+                    h[:, k:, cols] = apply_block_reflector_t(v, t, h[:, k:, cols])
     return h, tau

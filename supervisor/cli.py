@@ -11,6 +11,7 @@ from rich.console import Console
 
 from supervisor.errors import UsageError
 from supervisor.judge_command import add_judge_commands, cuda_available, judge_command
+from supervisor.profile_command import add_profile_command, profile_command
 
 AGENT_VERBS = ("pause", "resume", "kill", "restart")
 
@@ -46,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     _launch_options(parser)
     commands = parser.add_subparsers(dest="command", parser_class=OneLineParser)
     add_judge_commands(commands)
+    add_profile_command(commands)
     run = commands.add_parser("run", help="start or reattach a session's agents")
     _launch_options(run)
     run.add_argument("--headless", action="store_true", help="no TUI: one line per event")
@@ -76,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         if args.command in ("test", "bench"):
             return judge_command(args, console)
+        if args.command == "profile":
+            return profile_command(args, console)
         from supervisor import commands
 
         if args.command is None or args.command == "run":

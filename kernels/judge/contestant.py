@@ -5,12 +5,14 @@ and checks exported outputs in its own process; it brackets every timed window w
 so a patched timer, work moved to a side stream, or work deferred past the window shows up as
 time the events did not account for. The checks made here (aliasing, input mutation, output
 structure) give clear messages to honest candidates; defeating them gains a cheater nothing.
+The `profile` command's trace is information for people and agents, never part of a verdict.
 
 Run as `python -m kernels.judge.contestant CMD_FD REPLY_FD`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import sys
@@ -23,6 +25,7 @@ import torch
 
 from kernels.generators import generate_input
 from kernels.judge.protocol import LineReader, decode, encode, write_all
+from kernels.phases import CALL_RANGE
 from kernels.suites import Spec
 from kernels.timing import L2_FLUSH_BYTES
 
@@ -35,6 +38,8 @@ _event_record = torch.cuda.Event.record
 _event_elapsed_ms = torch.cuda.Event.elapsed_time
 _tensor_clone = torch.Tensor.clone
 _tensor_equal = torch.equal
+_profiler = torch.autograd.profiler.profile
+_record_function = torch.profiler.record_function
 
 MAX_TRACEBACK_CHARS = 8000
 
@@ -132,6 +137,30 @@ class Contestant:
         self.outputs = outputs
         return {"ok": True, "elapsed_ns": elapsed_ns}
 
+    def profile(self, message: dict) -> dict:
+        """The prepared inputs once more, under the profiler; the raw trace goes to `trace`."""
+        kernel = self.kernel
+        if kernel is None:
+            return {"ok": False, "kind": "error", "error": "no candidate loaded"}
+        # torch.autograd's profiler, not torch.profiler's wrapper: same trace, but starting the
+        # wrapper imports torch._inductor, seconds of CPU on a small host.
+        device = "cuda" if self.device.type == "cuda" else None
+        profiler = _profiler(use_device=device, profile_memory=True, use_kineto=True)
+        running = contextlib.ExitStack()
+        try:
+            running.enter_context(profiler)
+        except Exception:
+            return {"ok": False, "kind": "profiler", "error": _traceback()}
+        outputs: list[object] = []
+        with running:
+            for a in self.inputs:
+                with _record_function(CALL_RANGE):
+                    outputs.append(kernel(a))
+            self.clock.synchronize()
+        self.outputs = outputs
+        profiler.export_chrome_trace(message["trace"])
+        return {"ok": True}
+
     def inspect(self, message: dict) -> dict:
         """Rule checks on the last outputs; with `export`, write them where the referee reads."""
         problems = [p for i, out in enumerate(self.outputs) for p in self._problems(i, out)]
@@ -226,6 +255,7 @@ def serve(cmd_fd: int, reply_fd: int, device: torch.device) -> None:
         "load": contestant.load,
         "prepare": contestant.prepare,
         "go": contestant.go,
+        "profile": contestant.profile,
         "inspect": contestant.inspect,
     }
     reader = LineReader(cmd_fd)

@@ -297,4 +297,9 @@ class Referee:
 
 
 def run(config: dict, reporter: Reporter, contestant: ContestantProcess) -> dict:
+    """The report of a judge run, or of a profile run when the config asks for one."""
+    if "profile" in config:
+        from kernels.judge.profile_referee import ProfileReferee  # it builds on Referee
+
+        return ProfileReferee(config, reporter, contestant).run()
     return Referee(config, reporter, contestant).run()

@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 import secrets
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -102,6 +103,21 @@ def evaluate(
     candidate: Path, config: JudgeConfig, on_progress: Progress | None = None
 ) -> JudgeReport:
     """Judge one candidate file; never raises for anything the candidate does."""
+    return JudgeReport.from_dict(run_judge(candidate, config, on_progress))
+
+
+def run_judge(
+    candidate: Path,
+    config: JudgeConfig,
+    on_progress: Progress | None = None,
+    extra: dict | None = None,
+    keep: dict[str, Path] | None = None,
+) -> dict:
+    """The referee's report as a dict; never raises for anything the candidate does.
+
+    `extra` joins the referee's config (a profile run asks for its flow that way); `keep` maps
+    names of files in the private work dir to where they are copied before it is removed.
+    """
     candidate = candidate.resolve()
     suite = config.judged_suite()
     static = check_candidate_file(candidate, config.forbidden_words)
@@ -113,23 +129,30 @@ def evaluate(
         "seed": config.seed,
     }
     if not static.ok:
-        return JudgeReport(verdict="rejected", reason=static.reason, **base)
+        return {"verdict": "rejected", "reason": static.reason, **base}
     become_subreaper()
     with tempfile.TemporaryDirectory(prefix="qrsup-judge-") as work:
         work_dir = Path(work)
         os.chmod(work_dir, 0o700)
-        data = _run_referee(candidate, config, work_dir, on_progress)
+        data = _run_referee(candidate, config, work_dir, on_progress, extra or {})
         output = _read_output(work_dir / "candidate-output.log")
+        for name, destination in (keep or {}).items():
+            _copy_out(work_dir / name, destination)
     data.pop("type", None)
-    return JudgeReport.from_dict({**data, **base, "candidate_output": output})
+    return {**data, **base, "candidate_output": output}
 
 
 def _run_referee(
-    candidate: Path, config: JudgeConfig, work_dir: Path, on_progress: Progress | None
+    candidate: Path,
+    config: JudgeConfig,
+    work_dir: Path,
+    on_progress: Progress | None,
+    extra: dict,
 ) -> dict:
     key = secrets.token_bytes(32)
     tests, benchmarks = config.judged_specs()
     referee_config = {
+        **extra,
         "key": key.hex(),
         "candidate": str(candidate),
         "device": config.device,
@@ -217,6 +240,13 @@ def _spec_dict(spec: Spec) -> dict:
         "case": spec.case,
         "seed": spec.seed,
     }
+
+
+def _copy_out(source: Path, destination: Path) -> None:
+    """Copy a regular file the judge run left (never a link the candidate planted)."""
+    if source.is_file() and not source.is_symlink():
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, destination)
 
 
 def _read_output(path: Path) -> str:

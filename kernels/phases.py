@@ -1,0 +1,25 @@
+"""Phases a candidate marks, so a profile can say where its time went.
+
+A candidate wraps each stage in `with phase("panel"): ...`. The mark is a `torch.profiler`
+range named `qrsup:<name>`: outside a profile it costs a few microseconds and changes nothing;
+inside one, `qrsup profile` splits the profiled time by the innermost phase around it, and time
+outside every phase is "other".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import torch
+
+PHASE_PREFIX = "qrsup:"
+CALL_RANGE = "qrsup.call"  # the harness's range around one custom_kernel call; never a phase
+OTHER = "other"
+
+
+@contextmanager
+def phase(name: str) -> Iterator[None]:
+    """Attribute the work done inside to phase `name` in profiles."""
+    with torch.profiler.record_function(PHASE_PREFIX + name):
+        yield

@@ -1,0 +1,113 @@
+"""The entry for callers: profile one benchmark spec of a candidate in the judge, keep the results.
+
+    result = profile_candidate(path, suite, device, spec_index, trace_out=trace_path_for(path))
+    write_latest(result, run_paths.profile(agent))   # what the TUI shows live
+    store_it(result.to_dict())                          # with the evaluation
+
+`result` is a `ProfileSummary` or a `ProfileFailure`; `result.to_text()` is the prompt-sized text.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+from kernels.judge.profile_referee import TRACE_FILE
+from kernels.judge.runner import JudgeConfig, Timeouts, run_judge
+from kernels.profiling.ncu import NCU_TIMEOUT_S, KernelCounters
+from kernels.profiling.summary import ProfileFailure, ProfileSummary
+from kernels.profiling.timeline import TraceFigures
+from kernels.suites import Spec, Suite
+
+Progress = Callable[[dict], None]
+
+
+def profile_candidate(
+    path: Path,
+    suite: Suite,
+    device: str,
+    spec_index: int,
+    *,
+    rule: str = "quick",
+    ncu: bool = False,
+    trace_out: Path | None = None,
+    timeouts: Timeouts | None = None,
+    on_progress: Progress | None = None,
+) -> ProfileSummary | ProfileFailure:
+    """Profile benchmark `spec_index` of `suite`; never raises for anything the candidate does.
+
+    `trace_out` keeps the full Chrome trace there; `rule` sets how many inputs a call sees.
+    """
+    if not 0 <= spec_index < len(suite.benchmarks):
+        last = len(suite.benchmarks) - 1
+        known = f"0–{last}" if last >= 0 else "none"
+        return ProfileFailure(
+            "usage", f"unknown spec index {spec_index}: {suite.name} has benchmarks {known}"
+        )
+    spec = suite.benchmarks[spec_index]
+    config = JudgeConfig(
+        suite=Suite(name=suite.name, tests=(), benchmarks=(spec,)),
+        mode="bench",
+        device=device,
+        rule=rule,
+        timeouts=timeouts or Timeouts(),
+    )
+    if ncu:
+        budget = config.total_timeout_s() + NCU_TIMEOUT_S
+        config = replace(config, timeouts=replace(config.timeouts, total=budget))
+    if trace_out is not None:
+        trace_out.unlink(missing_ok=True)  # a trace kept beside the candidate is always this run's
+    data = run_judge(
+        path,
+        config,
+        on_progress,
+        extra={"profile": {"index": spec_index, "ncu": ncu}},
+        keep={TRACE_FILE: trace_out} if trace_out is not None else None,
+    )
+    return _result(data, spec_index, spec, trace_out)
+
+
+def trace_path_for(candidate: Path) -> Path:
+    """Where a candidate's full trace is kept: next to it, `<name>.trace.json`."""
+    return candidate.with_suffix(".trace.json")
+
+
+def write_latest(result: ProfileSummary | ProfileFailure, path: Path) -> None:
+    """Replace the text at `path` atomically, so a watcher never reads half a profile."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temp.write_text(result.to_text() + "\n")
+    temp.replace(path)
+
+
+def _result(
+    data: dict, index: int, spec: Spec, trace_out: Path | None
+) -> ProfileSummary | ProfileFailure:
+    verdict = data["verdict"]
+    if verdict == "rejected":
+        return ProfileFailure("usage", data["reason"], verdict)
+    if verdict != "pass":
+        specs = data.get("specs") or [{}]
+        why = (specs[0].get("reason") or data.get("reason") or "").strip().splitlines()
+        detail = f": {why[0]}" if why else ""
+        reason = f"benchmark {index} ({spec.label}) does not pass the gates ({verdict}){detail}"
+        return ProfileFailure("refused", reason, verdict)
+    profile = data.get("profile")
+    if profile is None:
+        return ProfileFailure(
+            "profiler", data.get("profile_error") or "no profile came back", verdict
+        )
+    kept = trace_out is not None and trace_out.is_file()
+    return ProfileSummary(
+        candidate=Path(data["candidate"]).name,
+        suite=data["suite"],
+        spec_index=index,
+        spec_label=spec.label,
+        device=" ".join(data.get("device", {}).values()) or "?",
+        figures=TraceFigures.from_dict(profile["figures"]),
+        ncu=tuple(KernelCounters(**c) for c in profile.get("ncu", ())),
+        ncu_note=profile.get("ncu_note", ""),
+        trace_file=str(trace_out) if kept else "",
+    )
