@@ -1,7 +1,7 @@
-"""`qrsup`'s screen: composes the panels, binds the keys, and sends every action to a worker.
+"""`qrsup`'s app: binds the keys and sends every action to a worker; the main screen renders.
 
-The app holds no state the agents need. Watchers post what the records say; the handlers here
-hand it to the panels; keys open a dialog and then run one of `supervisor.actions` on a thread,
+The app holds no state the agents need. The main screen's watchers post what the records say and
+its panels show it; a key here opens a dialog, then runs one of `supervisor.actions` on a thread,
 whose result comes back as a message. Nothing here blocks the screen.
 """
 
@@ -14,46 +14,27 @@ from functools import partial
 from typing import ClassVar
 
 from textual import on
-from textual.app import App, ComposeResult, SystemCommand
+from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import Footer, Header
+from textual.worker import Worker, WorkerState
 
 from agents.session import AgentSpec
 from agents.side_questions import SideAnswer
 from kernels.suites import get_suite
 from supervisor import actions
 from supervisor.actions import ActionResult
-from supervisor.fleet import AgentStatus, Fleet
-from supervisor.watchers import (
-    AdvisorIdeas,
-    AgentCrashed,
-    AgentsSampled,
-    BoardRead,
-    DiffRead,
-    FleetSampler,
-    GoalMet,
-    LogRead,
-    NewBest,
-    ProfileRead,
-    RunWatcher,
-    read_diff,
-)
+from supervisor.fleet import Fleet
+from supervisor.watchers import DiffRead, read_diff
 from supervisor.widgets.add_agent_dialog import AddAgentDialog
-from supervisor.widgets.agent_list import AgentList
-from supervisor.widgets.beam_panel import BeamPanel
 from supervisor.widgets.choice_dialog import Choice, ChoiceDialog
-from supervisor.widgets.diff_view import DiffView
+from supervisor.widgets.diff_screen import DiffScreen
 from supervisor.widgets.format import ms
 from supervisor.widgets.help_screen import HelpScreen
 from supervisor.widgets.leaderboard import Leaderboard
-from supervisor.widgets.log_tail import LogTail
-from supervisor.widgets.profile_panel import ProfilePanel
+from supervisor.widgets.main_screen import MainScreen
 from supervisor.widgets.promotion_bar import PromotionBar
-from supervisor.widgets.stats_panel import StatsPanel
 from supervisor.widgets.text_prompt import TextPrompt
 
 AGENT_ACTIONS = {"steer", "goal", "advise", "ask", "pause_resume", "kill", "restart"}
@@ -109,16 +90,16 @@ class SupervisorApp(App[str]):
         *(Binding(f"{n}", f"select_agent({n - 1})", "Select", show=False) for n in range(1, 10)),
         Binding("s", "steer", "Steer", tooltip="send steering text to the selected agent"),
         Binding("g", "goal", "Goal", tooltip="give the selected agent a new goal"),
-        Binding("a", "advise", "Advisor", tooltip="ask the advisor for ideas for the agent now"),
+        Binding("a", "advise", "Advise", tooltip="ask the advisor for ideas for the agent now"),
         Binding("b", "ask", "Ask", tooltip="ask a side question about the agent (by the way…)"),
         Binding("p", "pause_resume", "Pause", tooltip="pause or resume the selected agent"),
         Binding("k", "kill", "Kill", tooltip="kill the agent and its judge (asks first)"),
         Binding("r", "restart", "Restart", tooltip="restart the agent from its last record"),
         Binding("n", "add_agent", "Add", tooltip="add an agent to the session and start it"),
         Binding("P", "promote", "Promote", tooltip="promote the leaderboard's row (asks first)"),
-        Binding("z", "zoom", "Zoom", tooltip="fill the screen with the focused panel (esc)"),
-        Binding("question_mark", "help", "Help", key_display="?", tooltip="show every key"),
+        Binding("z", "zoom", "Zoom", show=False, tooltip="fill the screen with the focused panel"),
         Binding("q", "quit", "Quit", tooltip="quit, leaving the agents running or stopping them"),
+        Binding("question_mark", "help", "Help", key_display="?", tooltip="show every key"),
     ]
     EXTRA_KEYS = (
         ("1-9", "select an agent (or arrows in the agent list)"),
@@ -128,149 +109,65 @@ class SupervisorApp(App[str]):
         ("esc", "close a dialog, or unzoom"),
     )
 
-    selected_agent: reactive[str | None] = reactive(None)
-
     def __init__(self, fleet: Fleet, sample_interval_s: float = 2.0) -> None:
         super().__init__()
         self.fleet = fleet
         session = fleet.session
-        self.sub_title = f"session {session.name} · {session.suite}"
-        labels = tuple(spec.label for spec in get_suite(session.suite).benchmarks)
-        self.sampler = FleetSampler(fleet.paths, self.post_message, sample_interval_s)
-        self.watcher = RunWatcher(fleet.paths, self.post_message, labels, self.sampler.poke)
-        self.statuses: dict[str, AgentStatus] = {}
+        suite = get_suite(session.suite)
+        self.sub_title = f"session {session.name} · suite {suite.name}"
+        labels = tuple(spec.label for spec in suite.benchmarks)
+        self.main = MainScreen(fleet.paths, labels, self.sub_title, sample_interval_s)
         self._fleet_lock = threading.Lock()
 
-    def compose(self) -> ComposeResult:
-        yield Header()
-        yield AgentList(id="agents")
-        with Horizontal(id="middle"):
-            with Vertical(id="left"):
-                yield LogTail(id="log")
-                yield ProfilePanel(id="profile")
-            with Vertical(id="right"):
-                yield BeamPanel(id="beam")
-                yield Leaderboard(id="leaderboard")
-                yield DiffView(id="diff")
-        yield StatsPanel(id="stats")
-        yield PromotionBar(id="promotion")
-        yield Footer()
+    def get_default_screen(self) -> Screen:
+        return self.main
 
-    def on_mount(self) -> None:
-        self.sampler.start()
-        self.watcher.start()
-
-    def on_unmount(self) -> None:
-        self.watcher.stop()
-        self.sampler.stop()
-
-    def watch_selected_agent(self, agent: str | None) -> None:
-        if agent is None:
-            return
-        self.query_one(AgentList).select(agent)
-        self.query_one(LogTail).follow(agent)
-        self.watcher.follow(agent)
-        self.refresh_bindings()
-
-    def on_agents_sampled(self, message: AgentsSampled) -> None:
-        self.statuses = {status.name: status for status in message.statuses}
-        self.query_one(AgentList).show(message.statuses, message.loads)
-        self.query_one(StatsPanel).show(message.gpus, message.loads)
-        if self.selected_agent is None and message.statuses:
-            self.selected_agent = message.statuses[0].name
-        self.refresh_bindings()
-
-    def on_board_read(self, message: BoardRead) -> None:
-        self.query_one(Leaderboard).show(message.board)
-        self.query_one(BeamPanel).show(message.board)
-        self.refresh_bindings()
-
-    def on_log_read(self, message: LogRead) -> None:
-        self.query_one(LogTail).add(message.agent, message.lines, message.fresh)
-
-    def on_profile_read(self, message: ProfileRead) -> None:
-        if message.agent == self.selected_agent:
-            self.query_one(ProfilePanel).show(message.agent, message.text)
-
-    def on_diff_read(self, message: DiffRead) -> None:
-        self.query_one(DiffView).show(message.candidate_id, message.parent_id, message.diff)
-
-    def on_new_best(self, message: NewBest) -> None:
-        entry, before = message.entry, message.previous_ns
-        was = f" (was {ms(before)} ms)" if before else ""
-        self.notify(
-            f"{entry.id} by {entry.agent}: {ms(entry.geomean_ns)} ms{was}",
-            title="new best",
-            timeout=NOTIFY_S,
-            markup=False,
-        )
-
-    def on_agent_crashed(self, message: AgentCrashed) -> None:
-        self.notify(
-            message.detail or "see its log", title=f"{message.agent} crashed", severity="error"
-        )
-
-    def on_goal_met(self, message: GoalMet) -> None:
-        self.notify(
-            f"{message.goal} by {message.candidate_id}; it idles until steered",
-            title=f"{message.agent}: goal met",
-            markup=False,
-        )
-
-    def on_advisor_ideas(self, message: AdvisorIdeas) -> None:
-        self.notify(
-            "\n".join(idea[:200] for idea in message.ideas),
-            title=f"advisor ({message.source}) → {message.agent}",
-            timeout=NOTIFY_S,
-            markup=False,
-        )
+    @property
+    def selected_agent(self) -> str | None:
+        return self.main.selected_agent
 
     def on_action_finished(self, message: ActionFinished) -> None:
         self._report(message.result)
-        self.sampler.poke()
+        self.main.sampler.poke()
 
     def on_promotion_progressed(self, message: PromotionProgressed) -> None:
-        self.query_one(PromotionBar).advance(message.frame)
+        self.main.query_one(PromotionBar).advance(message.frame)
 
     def on_promotion_finished(self, message: PromotionFinished) -> None:
-        self.query_one(PromotionBar).end()
+        self.main.query_one(PromotionBar).end()
         self._report(message.result)
-        self.watcher.refresh_board()
+        self.main.watcher.refresh_board()
         self.refresh_bindings()
 
     def on_side_answered(self, message: SideAnswered) -> None:
         answer = message.answer
-        self.notify(
-            answer.answer[:1200],
-            title=f"{answer.agent}: {answer.question[:60]} ({answer.source})",
-            timeout=30.0,
-            markup=False,
-        )
+        title = f"{answer.agent}: {answer.question[:60]} ({answer.source})"
+        self.notify(answer.answer[:1200], title=title, timeout=30.0, markup=False)
+
+    def on_diff_read(self, message: DiffRead) -> None:
+        self.push_screen(DiffScreen(message.candidate_id, message.parent_id, message.diff))
 
     def on_stop_sent(self, message: StopSent) -> None:
         self.exit("stopped")
 
-    @on(AgentList.AgentHighlighted)
-    def _agent_highlighted(self, message: AgentList.AgentHighlighted) -> None:
-        self.selected_agent = message.agent
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """A worker that raised is a failed action: say so, and keep the screen up."""
+        if event.state == WorkerState.ERROR:
+            error = event.worker.error
+            self.notify(f"{event.worker.description}: {error}", severity="error", markup=False)
+            if event.worker.group == "promote":
+                self.main.query_one(PromotionBar).end()
 
-    @on(Leaderboard.CandidateHighlighted)
-    def _candidate_highlighted(self, message: Leaderboard.CandidateHighlighted) -> None:
-        if self.query_one(DiffView).candidate_id != message.candidate_id:
-            self.run_worker(
-                partial(self._read_diff, message.candidate_id),
-                thread=True,
-                group="diff",
-                exclusive=True,
-            )
-        self.refresh_bindings()
+    @on(Leaderboard.DiffRequested)
+    def _diff_requested(self, message: Leaderboard.DiffRequested) -> None:
+        self._in_thread(partial(self._read_diff, message.candidate_id), "diff", exclusive=True)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Keys that need a selection are greyed out without one; promote needs a passing row."""
         if action in AGENT_ACTIONS and self.selected_agent is None:
             return None
         if action == "promote":
-            entry = self.query_one(Leaderboard).selected
+            entry = self.main.selected_candidate
             busy = any(w.group == "promote" and w.is_running for w in self.workers)
             return None if entry is None or entry.verdict != "pass" or busy else True
         return True
@@ -278,14 +175,12 @@ class SupervisorApp(App[str]):
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         for binding in self.BINDINGS:
-            if isinstance(binding, Binding) and binding.show:
+            if isinstance(binding, Binding) and binding.tooltip:
                 callback = partial(self.run_action, binding.action)
                 yield SystemCommand(binding.description, binding.tooltip, callback)
 
     def action_select_agent(self, index: int) -> None:
-        names = list(self.statuses)
-        if index < len(names):
-            self.selected_agent = names[index]
+        self.main.select_agent(index)
 
     def action_steer(self) -> None:
         agent = self.selected_agent
@@ -294,7 +189,8 @@ class SupervisorApp(App[str]):
 
     def action_goal(self) -> None:
         agent = self.selected_agent
-        current = self.statuses[agent].goal if agent in self.statuses else ""
+        status = self.main.statuses.get(agent or "")
+        current = status.goal if status else ""
         prompt = f"New goal for {agent}, e.g. 'geomean < 2ms' or 'beat incumbent by 5%'."
         then = partial(self._act, actions.set_goal, agent)
         self._ask_text("Goal", prompt, current, then)
@@ -310,7 +206,8 @@ class SupervisorApp(App[str]):
 
     def action_pause_resume(self) -> None:
         agent = self.selected_agent
-        paused = agent in self.statuses and self.statuses[agent].state == "paused"
+        status = self.main.statuses.get(agent or "")
+        paused = status is not None and status.state == "paused"
         self._act(actions.resume if paused else actions.pause, agent)
 
     def action_kill(self) -> None:
@@ -330,7 +227,7 @@ class SupervisorApp(App[str]):
         self.push_screen(AddAgentDialog(self.fleet.session), added)
 
     def action_promote(self) -> None:
-        entry = self.query_one(Leaderboard).selected
+        entry = self.main.selected_candidate
         if entry is None:
             return
         question = (
@@ -347,12 +244,12 @@ class SupervisorApp(App[str]):
         keys = [
             (b.key_display or b.key, b.tooltip or b.description)
             for b in self.BINDINGS
-            if isinstance(b, Binding) and b.show
+            if isinstance(b, Binding) and b.tooltip
         ]
         self.push_screen(HelpScreen([*keys, *self.EXTRA_KEYS]))
 
     async def action_quit(self) -> None:
-        running = [s.name for s in self.statuses.values() if s.alive]
+        running = [s.name for s in self.main.statuses.values() if s.alive]
         if not running:
             self.exit("none running")
             return
@@ -370,7 +267,7 @@ class SupervisorApp(App[str]):
             if answer == "leave":
                 self.exit("left running")
             elif answer == "stop":
-                self.run_worker(partial(self._stop_all, running), thread=True, group="quit")
+                self._in_thread(partial(self._stop_all, running), "quit")
 
         self.push_screen(ChoiceDialog("Quit", question, choices), chosen)
 
@@ -398,7 +295,7 @@ class SupervisorApp(App[str]):
                 result = do(self.fleet, *args)
             self.post_message(ActionFinished(result))
 
-        self.run_worker(work, thread=True, group="actions", description=do.__name__)
+        self._in_thread(work, "actions", do.__name__)
 
     def _ask_side(self, agent: str, question: str) -> None:
         def work() -> None:
@@ -409,7 +306,7 @@ class SupervisorApp(App[str]):
             pending.add_done_callback(lambda done: self._answered(agent, done.result()))
 
         self.notify(f"asked about {agent}; the answer shows here when it comes", timeout=3)
-        self.run_worker(work, thread=True, group="ask")
+        self._in_thread(work, "ask")
 
     def _answered(self, agent: str, answer: SideAnswer) -> None:
         """Runs on the answering thread: record it, then hand it to the screen."""
@@ -417,15 +314,28 @@ class SupervisorApp(App[str]):
         self.post_message(SideAnswered(answer))
 
     def _promote(self, candidate_id: str) -> None:
-        self.query_one(PromotionBar).begin(candidate_id)
+        self.main.query_one(PromotionBar).begin(candidate_id)
 
         def work() -> None:
             progress = lambda frame: self.post_message(PromotionProgressed(frame))  # noqa: E731
             result = actions.promote_candidate(self.fleet, candidate_id, progress)
             self.post_message(PromotionFinished(result))
 
-        self.run_worker(work, thread=True, group="promote", description=f"promote {candidate_id}")
+        self._in_thread(work, "promote", f"promote {candidate_id}")
         self.refresh_bindings()
+
+    def _in_thread(
+        self, work: Callable[[], None], group: str, description: str = "", exclusive: bool = False
+    ) -> None:
+        """Off the screen's thread; a raise becomes a notification, never a closed screen."""
+        self.run_worker(
+            work,
+            thread=True,
+            group=group,
+            description=description or group,
+            exclusive=exclusive,
+            exit_on_error=False,
+        )
 
     def _read_diff(self, candidate_id: str) -> None:
         self.post_message(read_diff(self.fleet.paths.store, candidate_id))

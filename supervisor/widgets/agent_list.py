@@ -11,7 +11,7 @@ from textual.widgets import DataTable
 
 from supervisor.fleet import AgentStatus
 from supervisor.process_stats import TreeLoad
-from supervisor.widgets.format import STATE_STYLES, VERDICT_STYLES, age, ms, size, styled
+from supervisor.widgets.format import STATE_STYLES, VERDICT_STYLES, age, ms, styled
 
 STATE_WIDTH = 22
 COLUMNS = (
@@ -25,7 +25,7 @@ COLUMNS = (
     ("last", "last"),
     ("beat", "beat"),
     ("cpu%", "cpu"),
-    ("rss", "rss"),
+    ("rss", "rss"),  # MiB
     ("goal", "goal"),
 )
 
@@ -74,7 +74,8 @@ class AgentList(DataTable):
 
 
 def _cells(number: int, status: AgentStatus, load: TreeLoad | None) -> tuple[object, ...]:
-    state = status.state + (f" {status.detail}" if status.detail and status.alive else "")
+    detail = status.detail if status.detail not in ("", status.state) else ""
+    state = f"{status.state} {detail}".strip()
     running = load is not None and bool(load.pids)
     return (
         str(number) if number < 10 else " ",
@@ -87,6 +88,6 @@ def _cells(number: int, status: AgentStatus, load: TreeLoad | None) -> tuple[obj
         styled(status.last_verdict or "—", VERDICT_STYLES),
         age(status.heartbeat_age_s),
         f"{load.cpu_pct:.0f}" if load and running else "—",
-        size(load.rss_bytes) if load and running else "—",
+        f"{load.rss_bytes / 2**20:.0f}M" if load and running else "—",
         Text(status.goal),
     )

@@ -12,19 +12,13 @@ from supervisor.widgets.format import ms
 
 
 def beam_text(board: Board) -> Text:
-    """Incumbent first (with its commit), then one line per beam role."""
-    commit = (board.incumbent_commit or "")[:10] or "—"
-    text = Text()
-    text.append("incumbent ", style="bold")
-    text.append(f"{board.incumbent_id or '—'}  {ms(board.incumbent_geomean_ns)} ms  @{commit}")
-    for role, candidate_id, geomean_ns in sorted(board.beam):
-        text.append(f"\n{role:<11}", style="bold")
-        text.append(f"{candidate_id}  {ms(geomean_ns)} ms")
-    best = board.best()
-    if best is not None:
-        text.append("\nbest       ", style="bold")
-        text.append(f"{best.id}  {ms(best.geomean_ns)} ms ({best.agent})")
-    return text
+    """Incumbent first, with its commit, then one line per beam role."""
+    rows = [
+        ("incumbent", f"{board.incumbent_id or '—'} {ms(board.incumbent_geomean_ns)} ms"),
+        ("commit", (board.incumbent_commit or "—")[:12]),
+        *((role, f"{cid} {ms(geomean_ns)} ms") for role, cid, geomean_ns in sorted(board.beam)),
+    ]
+    return Text("\n").join(Text.assemble((f"{name:<11}", "bold"), value) for name, value in rows)
 
 
 class BeamPanel(Vertical):
@@ -42,5 +36,6 @@ class BeamPanel(Vertical):
         self.query_one("#beam-text", Static).update(beam_text(board))
         series = board.best_over_time()
         self.query_one(Sparkline).data = [series[0] / value for value in series]  # taller: faster
-        if series:
-            self.border_subtitle = f"best {ms(series[0])} → {ms(series[-1])} ms"
+        best = board.best()
+        if best is not None:
+            self.border_subtitle = f"best {best.id} {ms(best.geomean_ns)} ms ({best.agent})"

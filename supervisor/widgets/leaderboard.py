@@ -18,11 +18,11 @@ from supervisor.widgets.format import VERDICT_STYLES, ms, styled
 SortValue = Callable[[LeaderEntry], object]
 FIXED: dict[str, tuple[str, SortValue]] = {
     "id": ("candidate", lambda e: e.id),
+    "geomean": ("geomean ms", lambda e: e.geomean_ns),
+    "verdict": ("verdict", lambda e: e.verdict),
     "agent": ("agent", lambda e: e.agent),
     "role": ("role", lambda e: e.role),
-    "verdict": ("verdict", lambda e: e.verdict),
     "decision": ("decision", lambda e: e.decision),
-    "geomean": ("geomean ms", lambda e: e.geomean_ns),
     "age": ("made", lambda e: -e.created_at),
 }
 CYCLE = ("geomean", "age", "agent", "verdict")
@@ -45,8 +45,8 @@ class Leaderboard(DataTable):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("t", "cycle_sort", "Sort")]
 
     @dataclass
-    class CandidateHighlighted(Message):
-        """The person moved to another candidate: show its diff."""
+    class DiffRequested(Message):
+        """The person chose a row (enter or click): show its diff against its parent."""
 
         candidate_id: str
 
@@ -99,10 +99,10 @@ class Leaderboard(DataTable):
         event.stop()
         self.sort_by(str(event.column_key.value))
 
-    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()
         if event.row_key.value is not None:
-            self.post_message(self.CandidateHighlighted(event.row_key.value))
+            self.post_message(self.DiffRequested(event.row_key.value))
 
     def _sort(self, keep: str | None) -> None:
         value = self._value(self.sort_column)
@@ -119,11 +119,11 @@ class Leaderboard(DataTable):
     def _cells(self, entry: LeaderEntry) -> list[object]:
         return [
             Text(entry.id),
+            ms(entry.geomean_ns),
+            styled(entry.verdict, VERDICT_STYLES),
             Text(entry.agent),
             Text(entry.role),
-            styled(entry.verdict, VERDICT_STYLES),
             Text(entry.decision or "—"),
-            ms(entry.geomean_ns),
             _made(entry.created_at),
             *(ms(entry.spec_means_ns.get(i)) for i in self._spec_columns.values()),
         ]
