@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from kernels.profiling.candidate import profile_candidate
-from kernels.profiling.summary import ProfileFailure, ProfileSummary
+from kernels.profiling.summary import ProfileFailure, ProfileSummary, one_line
 from kernels.suites import SuiteError, get_suite
 from supervisor.errors import UsageError
 from supervisor.judge_command import resolve_device
@@ -27,7 +27,7 @@ def add_profile_command(commands: argparse._SubParsersAction) -> None:
     sub.add_argument("--spec", type=int, default=0, help="benchmark index in the suite (0)")
     sub.add_argument("--device", help="cpu, cuda or cuda:N (default: cuda if present)")
     sub.add_argument("--json", type=Path, dest="json_out", help="write the summary here")
-    sub.add_argument("--trace", type=Path, help="keep the full Chrome trace here")
+    sub.add_argument("--trace", type=Path, help="keep the full Chrome trace here (.gz: gzipped)")
     sub.add_argument(
         "--ncu", action="store_true", help="add Nsight Compute counters for the top kernels"
     )
@@ -49,7 +49,7 @@ def profile_command(args: argparse.Namespace, console: Console) -> int:
         args.json_out.write_text(json.dumps(result.to_dict(), indent=2))
     if isinstance(result, ProfileFailure):
         if result.kind == "usage":
-            raise UsageError(result.reason.strip().splitlines()[0])
+            raise UsageError(one_line(result.reason))
         print(f"qrsup: error: {result.to_text()}", file=sys.stderr)
         return 1
     for renderable in profile_view(result):

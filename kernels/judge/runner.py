@@ -7,6 +7,7 @@ verdicts here. Whatever the candidate left running is killed before `evaluate` r
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import os
@@ -243,10 +244,12 @@ def _spec_dict(spec: Spec) -> dict:
 
 
 def _copy_out(source: Path, destination: Path) -> None:
-    """Copy a regular file the judge run left (never a link the candidate planted)."""
+    """Copy a regular file the run left (never a planted link), gzipped for a `.gz` name."""
     if source.is_file() and not source.is_symlink():
         destination.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source, destination)
+        opener = gzip.open if destination.suffix == ".gz" else open
+        with open(source, "rb") as kept, opener(destination, "wb") as copy:
+            shutil.copyfileobj(kept, copy)
 
 
 def _read_output(path: Path) -> str:

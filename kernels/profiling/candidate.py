@@ -17,7 +17,7 @@ from pathlib import Path
 from kernels.judge.profile_referee import TRACE_FILE
 from kernels.judge.runner import JudgeConfig, Timeouts, run_judge
 from kernels.profiling.ncu import NCU_TIMEOUT_S, KernelCounters
-from kernels.profiling.summary import ProfileFailure, ProfileSummary
+from kernels.profiling.summary import ProfileFailure, ProfileSummary, one_line
 from kernels.profiling.timeline import TraceFigures
 from kernels.suites import Spec, Suite
 
@@ -38,7 +38,8 @@ def profile_candidate(
 ) -> ProfileSummary | ProfileFailure:
     """Profile benchmark `spec_index` of `suite`; never raises for anything the candidate does.
 
-    `trace_out` keeps the full Chrome trace there; `rule` sets how many inputs a call sees.
+    `trace_out` keeps the full Chrome trace there (gzipped if it ends in .gz); `rule` sets how
+    many inputs are profiled.
     """
     if not 0 <= spec_index < len(suite.benchmarks):
         last = len(suite.benchmarks) - 1
@@ -70,8 +71,8 @@ def profile_candidate(
 
 
 def trace_path_for(candidate: Path) -> Path:
-    """Where a candidate's full trace is kept: next to it, `<name>.trace.json`."""
-    return candidate.with_suffix(".trace.json")
+    """Where a candidate's full trace is kept: next to it, gzipped (Perfetto reads it so)."""
+    return candidate.with_suffix(".trace.json.gz")
 
 
 def write_latest(result: ProfileSummary | ProfileFailure, path: Path) -> None:
@@ -90,9 +91,8 @@ def _result(
         return ProfileFailure("usage", data["reason"], verdict)
     if verdict != "pass":
         specs = data.get("specs") or [{}]
-        why = (specs[0].get("reason") or data.get("reason") or "").strip().splitlines()
-        detail = f": {why[0]}" if why else ""
-        reason = f"benchmark {index} ({spec.label}) does not pass the gates ({verdict}){detail}"
+        why = one_line(specs[0].get("reason") or data.get("reason") or "")
+        reason = f"benchmark {index} ({spec.label}) does not pass the gates ({verdict}): {why}"
         return ProfileFailure("refused", reason, verdict)
     profile = data.get("profile")
     if profile is None:
