@@ -82,8 +82,7 @@ class ProfileFailure:
     verdict: str = ""
 
     def to_text(self) -> str:
-        lines = self.reason.strip().splitlines()
-        return f"no profile ({self.kind}): {lines[0] if lines else 'no reason given'}"
+        return f"no profile ({self.kind}): {one_line(self.reason)}"
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -92,6 +91,14 @@ class ProfileFailure:
 def profile_from_dict(data: dict) -> ProfileSummary | ProfileFailure:
     """Either kind of result back from its `to_dict` (a summary is the one with figures)."""
     return ProfileSummary.from_dict(data) if "figures" in data else ProfileFailure(**data)
+
+
+def one_line(text: str) -> str:
+    """A reason's first line, and its last (an exception's message) when it runs on."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    if not lines:
+        return "no reason given"
+    return lines[0] if len(lines) == 1 else f"{lines[0]} … {lines[-1]}"
 
 
 def _counters(c: KernelCounters) -> str:
