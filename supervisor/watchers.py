@@ -381,7 +381,7 @@ class RunWatcher:
 
     def _note(self, path: Path) -> None:
         if path.parent == self.paths.root:
-            if path.name.startswith(self.paths.store.name):
+            if path.name == f"{self.paths.store.name}-wal":  # every commit appends to it
                 self._mark("board", "")
             elif path.name == self.paths.config.name:
                 self._on_heartbeat()

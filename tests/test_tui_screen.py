@@ -1,0 +1,254 @@
+"""The screen over a frozen session (records, no processes): selection, panels, dialogs, layout."""
+
+from __future__ import annotations
+
+import pytest
+from textual.command import CommandList
+from textual.widgets import Input
+
+from agents import inbox
+from agents.session import load_session
+from supervisor import actions
+from supervisor.app import SupervisorApp
+from supervisor.fleet import Fleet
+from supervisor.widgets.add_agent_dialog import AddAgentDialog
+from supervisor.widgets.choice_dialog import ChoiceDialog
+from supervisor.widgets.diff_screen import DiffScreen
+from supervisor.widgets.help_screen import HelpScreen
+from supervisor.widgets.leaderboard import Leaderboard
+from supervisor.widgets.log_tail import LogTail
+from supervisor.widgets.profile_panel import ProfilePanel
+from supervisor.widgets.text_prompt import TextPrompt
+from tests.tui_pilot import notices, type_text, until
+from tests.tui_sessions import FrozenSampler, frozen_session
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def frozen_app(tmp_path):
+    paths = frozen_session(tmp_path)
+    app = SupervisorApp(Fleet(paths))
+    app.main.sampler = FrozenSampler(app.main.post_message)
+    return app
+
+
+async def loaded(pilot) -> None:
+    app = pilot.app
+    await until(pilot, lambda: app.main.query_one(Leaderboard).row_count == 5, 10, "the board")
+    await until(pilot, lambda: app.main.query_one(LogTail).line_count, 10, "the log")
+
+
+async def test_number_keys_select_an_agent_and_its_log_and_profile_follow(frozen_app):
+    async with frozen_app.run_test(size=(100, 30)) as pilot:
+        await loaded(pilot)
+        log = frozen_app.main.query_one(LogTail)
+        assert frozen_app.selected_agent == "a1" and log.agent == "a1"
+        await pilot.press("3")
+        await until(pilot, lambda: log.agent == "a3" and log.line_count == 30, 10, "a3's log")
+        assert frozen_app.selected_agent == "a3"
+        assert "geomean < 0.05ms" in str(log.border_subtitle)
+        profile = frozen_app.main.query_one(ProfilePanel)
+        await until(pilot, lambda: "no profile yet" in str(profile.render()), 10, "a3's profile")
+        await pilot.press("9")  # no ninth agent: nothing changes
+        assert frozen_app.selected_agent == "a3"
+
+
+async def test_leaderboard_sorts_by_key_and_by_column_header(frozen_app):
+    async with frozen_app.run_test(size=(100, 30)) as pilot:
+        await loaded(pilot)
+        board = frozen_app.main.query_one(Leaderboard)
+        order = lambda: [board.coordinate_to_cell_key((r, 0)).row_key.value for r in range(5)]  # noqa: E731
+        assert order()[:3] == ["c-1a2b3c4d5e", "c-2b3c4d5e6f", "c-incumbent"]
+        assert order()[-1] == "c-3c4d5e6f7a"  # failed: no geomean, last
+        board.focus()
+        await pilot.press("t")
+        assert board.sort_column == "age"
+        assert order()[0] == "c-4d5e6f7a8b"  # newest first
+        await pilot.click(Leaderboard, offset=(31, 1))  # the header of the verdict column
+        await until(pilot, lambda: board.sort_column == "verdict", 5, "a sort by verdict")
+        assert order()[0] == "c-3c4d5e6f7a"  # "fail" < "pass"
+        board.sort_by("spec1")
+        assert order()[:2] == ["c-1a2b3c4d5e", "c-incumbent"]
+
+
+async def test_enter_on_a_leaderboard_row_shows_its_diff_against_its_parent(frozen_app):
+    async with frozen_app.run_test(size=(100, 30)) as pilot:
+        await loaded(pilot)
+        frozen_app.main.query_one(Leaderboard).focus()
+        await pilot.press("enter")
+        screen = await until(
+            pilot, lambda: isinstance(frozen_app.screen, DiffScreen) and frozen_app.screen, 10,
+            "the diff screen",
+        )  # fmt: skip
+        assert screen.candidate_id == "c-1a2b3c4d5e" and screen.parent_id == "c-incumbent"
+        assert "+PANEL = 24" in screen.diff
+        await pilot.press("escape")
+        assert frozen_app.screen is frozen_app.main
+
+
+async def test_help_lists_every_key_and_closes(frozen_app):
+    async with frozen_app.run_test(size=(100, 30)) as pilot:
+        await loaded(pilot)
+        await pilot.press("question_mark")
+        assert isinstance(frozen_app.screen, HelpScreen)
+        listed = {key for key, _ in frozen_app.screen.keys}
+        assert {"s", "g", "a", "b", "p", "k", "r", "n", "P", "q", "?", "1-9", "t"} <= listed
+        await pilot.press("escape")
+        assert frozen_app.screen is frozen_app.main
+
+
+async def test_command_palette_runs_the_same_actions_as_the_keys(frozen_app):
+    async with frozen_app.run_test(size=(100, 30)) as pilot:
+        await loaded(pilot)
+        titles = {c.title for c in frozen_app.get_system_commands(frozen_app.main)}
+        assert {"Steer", "Goal", "Advise", "Ask", "Pause", "Kill", "Restart", "Add"} <= titles
+        assert {"Promote", "Quit", "Help"} <= titles
+        await pilot.press("ctrl+p")
+        await type_text(pilot, "Steer")
+        matches = lambda: frozen_app.screen.query_one(CommandList).option_count  # noqa: E731
+        await until(pilot, matches, 5, "a match")
+        await pilot.press("down", "enter")
+        await until(pilot, lambda: isinstance(frozen_app.screen, TextPrompt), 5, "the prompt")
+
+
+async def test_steer_cancelled_sends_nothing_and_sent_queues_one_message(frozen_app):
+    paths = frozen_app.fleet.paths
+    async with frozen_app.run_test(size=(100, 30)) as pilot:
+        await loaded(pilot)
+        await pilot.press("2", "s")
+        await type_text(pilot, "never sent")
+        await pilot.press("escape")
+        assert frozen_app.screen is frozen_app.main
+        await pilot.press("s")
+        assert isinstance(frozen_app.screen, TextPrompt)
+        await type_text(pilot, "try wider panels")
+        await pilot.press("enter")
+        await until(pilot, lambda: inbox.pending(paths.inbox("a2")), 10, "the inbox file")
+        await until(pilot, lambda: any("queued" in n for n in notices(frozen_app)), 5, "a notice")
+    pending = [m for _, m in inbox.pending(paths.inbox("a2"))]
+    assert [(m.kind, m.text, m.sender) for m in pending] == [("steer", "try wider panels", "human")]
+
+
+async def test_a_goal_that_does_not_parse_is_refused_and_sends_nothing(frozen_app):
+    paths = frozen_app.fleet.paths
+    async with frozen_app.run_test(size=(100, 30)) as pilot:
+        await loaded(pilot)
+        await pilot.press("g")
+        assert frozen_app.screen.query_one(Input).value == "beat incumbent by 5%"
+        frozen_app.screen.query_one(Input).value = "go faster please"
+        await pilot.press("enter")
+        await until(pilot, lambda: any("goal" in n.lower() for n in notices(frozen_app)), 10,
+                    "the refusal")  # fmt: skip
+    assert inbox.pending(paths.inbox("a1")) == []
+
+
+async def test_kill_cancelled_asks_and_does_nothing(frozen_app, monkeypatch):
+    killed = []
+    monkeypatch.setattr(actions, "kill", lambda fleet, agent: killed.append(agent))
+    async with frozen_app.run_test(size=(100, 30)) as pilot:
+        await loaded(pilot)
+        await pilot.press("k")
+        assert isinstance(frozen_app.screen, ChoiceDialog)
+        assert frozen_app.screen.focused.id == "choice-1"  # Cancel has the focus: enter is safe
+        await pilot.press("enter")
+        await pilot.press("k", "n")
+        await pilot.press("k", "escape")
+        assert frozen_app.screen is frozen_app.main
+    assert killed == []
+
+
+async def test_promote_is_offered_only_on_a_passing_row(frozen_app):
+    async with frozen_app.run_test(size=(100, 30)) as pilot:
+        await loaded(pilot)
+        board = frozen_app.main.query_one(Leaderboard)
+        board.focus()
+        assert frozen_app.check_action("promote", ()) is True
+        board.move_cursor(row=board.get_row_index("c-3c4d5e6f7a"))
+        await pilot.pause()
+        assert frozen_app.check_action("promote", ()) is None
+        await pilot.press("P")
+        assert frozen_app.screen is frozen_app.main
+        board.move_cursor(row=0)
+        await pilot.press("P")
+        assert isinstance(frozen_app.screen, ChoiceDialog)
+        assert "c-1a2b3c4d5e" in frozen_app.screen.question
+        await pilot.press("n")
+        assert frozen_app.screen is frozen_app.main
+
+
+async def test_add_agent_refuses_a_taken_name_and_cancel_adds_nothing(frozen_app):
+    paths = frozen_app.fleet.paths
+    async with frozen_app.run_test(size=(100, 30)) as pilot:
+        await loaded(pilot)
+        await pilot.press("n")
+        dialog = frozen_app.screen
+        assert isinstance(dialog, AddAgentDialog)
+        assert dialog.query_one("#agent-name", Input).value == "a4"
+        dialog.query_one("#agent-name", Input).value = "a2"
+        await pilot.click("#add")
+        await until(pilot, lambda: "already has" in str(dialog.query_one(".dialog-error").render()),
+                    5, "the refusal")  # fmt: skip
+        await pilot.press("escape")
+        assert frozen_app.screen is frozen_app.main
+    assert [a.name for a in load_session(paths).agents] == ["a1", "a2", "a3"]
+
+
+async def test_a_failing_action_becomes_a_notification_and_the_screen_stays(
+    frozen_app, monkeypatch
+):
+    def broken(fleet, agent):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(actions, "restart", broken)
+    async with frozen_app.run_test(size=(100, 30)) as pilot:
+        await loaded(pilot)
+        await pilot.press("r")
+        await until(pilot, lambda: any("disk full" in n for n in notices(frozen_app)), 10,
+                    "the failure")  # fmt: skip
+        assert frozen_app.is_running
+
+
+async def test_quit_asks_about_the_running_agents_and_cancel_stays(frozen_app):
+    async with frozen_app.run_test(size=(100, 30)) as pilot:
+        await loaded(pilot)
+        await pilot.press("q")
+        assert isinstance(frozen_app.screen, ChoiceDialog)
+        assert frozen_app.screen.question.startswith("a1, a2 still running")
+        await pilot.press("c")
+        assert frozen_app.screen is frozen_app.main and frozen_app.is_running
+        await pilot.press("q", "l")
+        await until(pilot, lambda: not frozen_app.is_running, 5, "the exit")
+    assert frozen_app.return_value == "left running"
+
+
+async def test_log_lines_written_behind_a_dialog_are_there_when_it_closes(frozen_app):
+    log_file = frozen_app.fleet.paths.agent_log("a1")
+    async with frozen_app.run_test(size=(100, 30)) as pilot:
+        await loaded(pilot)
+        await pilot.press("question_mark")
+        with log_file.open("a") as handle:
+            handle.write("".join(f"burst {i}\n" for i in range(500)))
+        log = frozen_app.main.query_one(LogTail)
+        await until(pilot, lambda: log.lines[-1] == "burst 499", 10, "the burst")
+        assert isinstance(frozen_app.screen, HelpScreen)
+
+
+@pytest.mark.parametrize("size", [(100, 30), (80, 24)])
+async def test_panels_fit_small_terminals_without_overlapping(frozen_app, size):
+    async with frozen_app.run_test(size=size) as pilot:
+        await loaded(pilot)
+        panels = ["#agents", "#log", "#profile", "#beam", "#leaderboard", "#stats"]
+        shown = [frozen_app.main.query_one(p) for p in panels]
+        shown = [w for w in shown if w.display and w.region.area]
+        for i, first in enumerate(shown):
+            for second in shown[i + 1 :]:
+                assert not first.region.overlaps(second.region), (first.id, second.id)
+        assert {w.id for w in shown} >= {"agents", "log", "beam", "leaderboard", "stats"}
+        assert all(w.region.height >= 3 for w in shown if w.id != "stats")
+        assert (frozen_app.main.query_one("#profile").display) == (size[1] >= 28)
