@@ -13,9 +13,7 @@ from contextlib import contextmanager
 
 import torch
 
-PHASE_PREFIX = "qrsup:"
-CALL_RANGE = "qrsup.call"  # the harness's range around one custom_kernel call; never a phase
-OTHER = "other"
+from kernels.profiling.trace import PHASE_PREFIX
 
 
 @contextmanager

@@ -5,6 +5,8 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import psutil
@@ -130,6 +132,17 @@ def test_unknown_spec_index_is_one_line_and_exit_2(capsys, spec):
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
     assert err == f"qrsup: error: unknown spec index {spec}: smoke has benchmarks 0–6"
+
+
+def test_cli_with_the_profile_command_loads_without_textual_or_torch():
+    code = (
+        "import sys; sys.modules['textual'] = None; import supervisor.cli; "
+        "print(sorted(sys.modules))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert "'torch'" not in loaded.stdout and "'supervisor.profile_command'" in loaded.stdout
 
 
 @pytest.mark.gpu

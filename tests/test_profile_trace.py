@@ -8,12 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from kernels.phases import CALL_RANGE, PHASE_PREFIX
 from kernels.profiling import ncu
 from kernels.profiling.ncu import NcuError, parse_ncu_csv
 from kernels.profiling.summary import ProfileSummary, profile_from_dict
 from kernels.profiling.timeline import summarize
-from kernels.profiling.trace import TraceError, load_trace
+from kernels.profiling.trace import CALL_RANGE, PHASE_PREFIX, TraceError, load_trace
 
 HOST = {"pid": 1, "tid": 1}
 

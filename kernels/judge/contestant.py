@@ -25,7 +25,7 @@ import torch
 
 from kernels.generators import generate_input
 from kernels.judge.protocol import LineReader, decode, encode, write_all
-from kernels.phases import CALL_RANGE
+from kernels.profiling.trace import CALL_RANGE
 from kernels.suites import Spec
 from kernels.timing import L2_FLUSH_BYTES
 

@@ -16,12 +16,11 @@ from kernels.judge.outcome import SpecOutcome, assemble_report
 from kernels.judge.referee import Referee
 from kernels.profiling.ncu import NcuError, measure
 from kernels.profiling.timeline import summarize
-from kernels.profiling.trace import TraceError, load_trace
+from kernels.profiling.trace import TRACE_FILE, TraceError, load_trace
 from kernels.suites import Spec
 from kernels.timing import inputs_per_repetition
 
 MAX_PROFILED_CALLS = 4
-TRACE_FILE = "profile-trace.json"
 
 
 class ProfileReferee(Referee):

@@ -14,11 +14,11 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from kernels.judge.profile_referee import TRACE_FILE
 from kernels.judge.runner import JudgeConfig, Timeouts, run_judge
 from kernels.profiling.ncu import NCU_TIMEOUT_S, KernelCounters
 from kernels.profiling.summary import ProfileFailure, ProfileSummary, one_line
 from kernels.profiling.timeline import TraceFigures
+from kernels.profiling.trace import TRACE_FILE
 from kernels.suites import Spec, Suite
 
 Progress = Callable[[dict], None]

@@ -14,10 +14,12 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 
-from kernels.phases import CALL_RANGE, OTHER, PHASE_PREFIX
 from kernels.profiling.trace import (
+    CALL_RANGE,
     DEVICE_CATEGORIES,
     LAUNCH_CATEGORIES,
+    OTHER,
+    PHASE_PREFIX,
     MemorySample,
     Span,
     Trace,
@@ -201,19 +203,29 @@ def _union_and_gaps(work: list[Span]) -> tuple[float, list[float]]:
     return busy + end - start, gaps
 
 
+@dataclass
+class _Open:
+    """A span whose children are still being read: its self time so far."""
+
+    span: Span
+    self_us: float
+    top_level: bool
+
+
 def _self_times(spans: list[Span]) -> list[tuple[Span, float, bool]]:
     """Each span with its duration less its direct children's, and whether it is top-level."""
-    ordered = sorted(spans, key=lambda s: (s.track, s.start_us, -s.dur_us))
-    done: list[tuple[Span, float, bool]] = []
-    stack: list[list] = []  # [span, self_us, top-level]
-    for span in ordered:
-        while stack and (stack[-1][0].track != span.track or stack[-1][0].end_us <= span.start_us):
-            done.append(tuple(stack.pop()))  # type: ignore[arg-type]
+    done: list[_Open] = []
+    stack: list[_Open] = []
+    for span in sorted(spans, key=lambda s: (s.track, s.start_us, -s.dur_us)):
+        while stack and (
+            stack[-1].span.track != span.track or stack[-1].span.end_us <= span.start_us
+        ):
+            done.append(stack.pop())
         if stack:
-            stack[-1][1] -= span.dur_us
-        stack.append([span, span.dur_us, not stack])
-    done.extend(tuple(entry) for entry in reversed(stack))  # type: ignore[misc]
-    return [(span, max(0.0, self_us), top) for span, self_us, top in done]
+            stack[-1].self_us -= span.dur_us
+        stack.append(_Open(span, span.dur_us, top_level=not stack))
+    done.extend(reversed(stack))
+    return [(o.span, max(0.0, o.self_us), o.top_level) for o in done]
 
 
 def _phase_name(span: Span) -> str:

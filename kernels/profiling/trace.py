@@ -12,6 +12,10 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+TRACE_FILE = "profile-trace.json"  # in the judge's private work dir
+PHASE_PREFIX = "qrsup:"  # a candidate's phase marks (kernels.phases)
+CALL_RANGE = "qrsup.call"  # the harness's range around one custom_kernel call; never a phase
+OTHER = "other"  # the phase of time outside every mark
 MAX_TRACE_BYTES = 256 * 2**20
 MAX_NAME_CHARS = 200
 DEVICE_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
