@@ -5,16 +5,23 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from textual.css.query import NoMatches
 from textual.pilot import Pilot
 
 from supervisor.app import SupervisorApp
 
 
 async def until(pilot: Pilot, condition: Callable[[], object], timeout_s: float, what: str):
-    """Let the app run until `condition()` is truthy; fail with `what` at the deadline."""
+    """Let the app run until `condition()` is truthy; fail with `what` at the deadline.
+
+    A widget not composed yet counts as the condition not holding yet.
+    """
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        value = condition()
+        try:
+            value = condition()
+        except NoMatches:
+            value = None
         if value:
             return value
         await pilot.pause(0.05)

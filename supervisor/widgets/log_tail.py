@@ -28,3 +28,5 @@ class LogTail(Log):
         if fresh:
             self.clear()
         self.write_lines(lines)
+        if fresh:  # the first lines may come before the panel has its size
+            self.call_after_refresh(self.scroll_end, animate=False)
