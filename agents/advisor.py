@@ -29,6 +29,8 @@ from agents.proposers.prompt_builder import (
     problem_statement,
     spec_legend,
 )
+from agents.records import read_events
+from agents.session import AgentSpec, RunPaths, SessionConfig
 from prompts.loader import PromptError, load_template, render
 
 _SECTION = re.compile(r"^## ([a-z0-9][a-z0-9-]*): (.+)$", re.M)
@@ -241,3 +243,15 @@ class Advisor:
             },
             self._sources.prompts_dir,
         )
+
+
+def build_advisor(spec: AgentSpec, session: SessionConfig, paths: RunPaths) -> Advisor:
+    """The advisor, remembering the ideas it already gave this agent before a restart."""
+    given = [
+        idea
+        for event in read_events(paths.events(spec.name))
+        if event.get("event") == "advisor"
+        for idea in event.get("ideas", [])
+    ]
+    model = ModelConfig.from_mapping(session.advisor) if session.advisor else None
+    return Advisor(spec.name, patience=session.advisor_after, model=model, already_given=given)

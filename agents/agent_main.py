@@ -9,14 +9,14 @@ import traceback
 from dataclasses import replace
 from pathlib import Path
 
-from agents.advisor import Advisor
+from agents.advisor import build_advisor
 from agents.evaluation import Evaluator
 from agents.heartbeat import read_beat, write_beat
 from agents.incumbent import REPO_ROOT
 from agents.loop import ResearchAgent
 from agents.proposal import Proposer
 from agents.proposers import CommandConfig, CommandProposer, ModelConfig, OpenAIProposer
-from agents.records import AgentLog, append_event, read_events
+from agents.records import AgentLog, append_event
 from agents.session import AgentSpec, RunPaths, SessionConfig, load_session
 from agents.spaces import space_for
 from agents.store import Store
@@ -43,18 +43,6 @@ def build_proposer(spec: AgentSpec, session: SessionConfig, store: Store) -> Pro
     return TunerProposer(
         space, suite.benchmarks, history, lambda digest: store.candidate_by_hash(digest) is not None
     )
-
-
-def build_advisor(spec: AgentSpec, session: SessionConfig, paths: RunPaths) -> Advisor:
-    """The advisor, remembering the ideas it already gave this agent before a restart."""
-    given = [
-        idea
-        for event in read_events(paths.events(spec.name))
-        if event.get("event") == "advisor"
-        for idea in event.get("ideas", [])
-    ]
-    model = ModelConfig.from_mapping(session.advisor) if session.advisor else None
-    return Advisor(spec.name, patience=session.advisor_after, model=model, already_given=given)
 
 
 def main(argv: list[str] | None = None) -> int:

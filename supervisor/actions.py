@@ -10,7 +10,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 
-from agents.agent_main import build_advisor
+from agents.advisor import build_advisor
 from agents.evaluation import Evaluator
 from agents.goals import GoalError, parse_goal
 from agents.promotion import promote
