@@ -15,9 +15,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from kernels.judge.runner import JudgeConfig, Timeouts, run_judge
-from kernels.profiling.ncu import NCU_TIMEOUT_S, KernelCounters
+from kernels.profiling.ncu import NCU_TIMEOUT_S
 from kernels.profiling.summary import ProfileFailure, ProfileSummary, one_line
-from kernels.profiling.timeline import TraceFigures
 from kernels.profiling.trace import TRACE_FILE
 from kernels.suites import Spec, Suite
 
@@ -100,14 +99,14 @@ def _result(
             "profiler", data.get("profile_error") or "no profile came back", verdict
         )
     kept = trace_out is not None and trace_out.is_file()
-    return ProfileSummary(
-        candidate=Path(data["candidate"]).name,
-        suite=data["suite"],
-        spec_index=index,
-        spec_label=spec.label,
-        device=" ".join(data.get("device", {}).values()) or "?",
-        figures=TraceFigures.from_dict(profile["figures"]),
-        ncu=tuple(KernelCounters(**c) for c in profile.get("ncu", ())),
-        ncu_note=profile.get("ncu_note", ""),
-        trace_file=str(trace_out) if kept else "",
+    return ProfileSummary.from_dict(
+        {
+            **profile,
+            "candidate": Path(data["candidate"]).name,
+            "suite": data["suite"],
+            "spec_index": index,
+            "spec_label": spec.label,
+            "device": " ".join(data.get("device", {}).values()) or "?",
+            "trace_file": str(trace_out) if kept else "",
+        }
     )

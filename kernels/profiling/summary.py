@@ -81,6 +81,10 @@ class ProfileFailure:
     reason: str
     verdict: str = ""
 
+    def __post_init__(self) -> None:
+        if self.kind not in FAILURE_KINDS:
+            raise ValueError(f"kind must be one of {FAILURE_KINDS}, not {self.kind!r}")
+
     def to_text(self) -> str:
         return f"no profile ({self.kind}): {one_line(self.reason)}"
 
