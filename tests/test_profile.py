@@ -128,7 +128,8 @@ def test_profiler_that_cannot_start_leaves_the_verdict_a_pass(tmp_path):
 
 @pytest.mark.parametrize("spec", ["7", "-1"])
 def test_unknown_spec_index_is_one_line_and_exit_2(capsys, spec):
-    assert main(["profile", str(CANDIDATES / "blocked_wy.py"), "--spec", spec]) == 2
+    args = ["profile", str(CANDIDATES / "blocked_wy.py"), "--spec", spec, "--device", "cpu"]
+    assert main(args) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
     assert err == f"qrsup: error: unknown spec index {spec}: smoke has benchmarks 0–6"
