@@ -33,6 +33,8 @@ from agents.steering import AgentState, take_messages
 from agents.store import CandidateRow, Store
 from agents.tuner import source_hash
 from kernels.judge.static_checks import check_candidate_file
+from kernels.profiling.candidate import profile_candidate, trace_path_for, write_latest
+from kernels.profiling.summary import ProfileSummary
 
 MEMORY_SIZE = 12
 PROMISE_MARGIN = {"exploit": 0.10, "near-miss": 0.5, "structural": 1.0, "cleanup": 0.05}
@@ -145,6 +147,8 @@ class ResearchAgent:
                 candidate, result, incumbent, self.spec.role, iteration
             )
             self._note_best(result.report.geomean_ns)
+            if record.decision != "rejected":
+                self._profile(candidate, result, incumbent)
         elif result.passed:
             record.decision = "not promising"
             record.reason = "the quick stage passed but was not close enough to the incumbent"
@@ -212,7 +216,14 @@ class ResearchAgent:
             params=proposal.params,
             created_at=time.time(),
         )
-        self.store.add_candidate(row)
+        if not self.store.add_candidate(row):  # another agent stored the same source first
+            record.verdict, record.decision, record.candidate_id = (
+                "duplicate",
+                "skipped",
+                candidate_id,
+            )
+            record.reason = f"another agent proposed the same source ({candidate_id}) first"
+            return None
         self._commit_candidate(row)
         return row
 
@@ -229,6 +240,37 @@ class ResearchAgent:
         full = self.evaluator.full(path, self._progress("full"))
         self._store_stage(candidate.id, full)
         return full
+
+    def _profile(self, candidate: CandidateRow, full: StageResult, incumbent: Incumbent) -> None:
+        """Profile a beam entry on the spec where it trails the incumbent most: the agent's eyes."""
+        self.heartbeat.update(detail="profiling")
+        path = self.paths.work(self.name) / f"{candidate.id}.py"
+        index = worst_spec(full.spec_means_ns, incumbent.spec_means_ns)
+        started = time.monotonic()
+        result = profile_candidate(
+            path,
+            self.evaluator.suite,
+            self.evaluator.device,
+            index,
+            rule=self.evaluator.rule,
+            trace_out=trace_path_for(path),
+        )
+        seconds = time.monotonic() - started
+        ok = isinstance(result, ProfileSummary)
+        self.store.add_profile(candidate.id, self.name, index, ok, result.to_dict(), seconds)
+        write_latest(result, self.paths.profile(self.name))
+        self.recorder.event(
+            {
+                "event": "profile",
+                "candidate_id": candidate.id,
+                "spec_index": index,
+                "ok": ok,
+                "seconds": round(seconds, 2),
+            }
+        )
+        self.log.write(
+            f"it {self.iteration}: profiled {candidate.id} on spec {index} in {seconds:.1f} s"
+        )
 
     def _store_stage(self, candidate_id: str, result: StageResult) -> None:
         report = result.report.to_dict()
@@ -364,6 +406,14 @@ def _usage(outcome: Proposal | ProposalFailure) -> dict[str, float]:
         "completion_tokens": usage.completion_tokens,
         "cost_usd": usage.cost_usd,
     }
+
+
+def worst_spec(means: dict[int, float], incumbent: dict[int, float]) -> int:
+    """The benchmark index where the candidate's time is worst against the incumbent's."""
+    shared = [i for i in means if i in incumbent and incumbent[i] > 0]
+    if shared:
+        return max(shared, key=lambda i: means[i] / incumbent[i])
+    return max(means, key=means.__getitem__) if means else 0
 
 
 def _read_text(path: Path) -> str | None:

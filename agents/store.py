@@ -88,6 +88,16 @@ CREATE TABLE IF NOT EXISTS side_questions (
     source TEXT NOT NULL,
     created_at REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS profiles (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    candidate_id TEXT NOT NULL REFERENCES candidates(id),
+    agent TEXT NOT NULL,
+    spec_index INTEGER NOT NULL,
+    ok INTEGER NOT NULL,
+    summary TEXT NOT NULL,
+    seconds REAL NOT NULL,
+    created_at REAL NOT NULL
+);
 CREATE INDEX IF NOT EXISTS evaluations_by_candidate ON evaluations(candidate_id);
 """
 
@@ -152,10 +162,11 @@ class Store:
             raise
         self._db.execute("COMMIT")
 
-    def add_candidate(self, row: CandidateRow) -> None:
+    def add_candidate(self, row: CandidateRow) -> bool:
+        """Insert a candidate; False if one with the same source hash was stored first."""
         with self.transaction() as db:
-            db.execute(
-                "INSERT INTO candidates VALUES (?,?,?,?,?,?,?,?,?,?)",
+            cursor = db.execute(
+                "INSERT OR IGNORE INTO candidates VALUES (?,?,?,?,?,?,?,?,?,?)",
                 (
                     row.id,
                     row.hash,
@@ -169,6 +180,7 @@ class Store:
                     row.created_at,
                 ),
             )
+            return cursor.rowcount == 1
 
     def candidate_by_hash(self, source_hash: str) -> CandidateRow | None:
         row = self._db.execute(
@@ -355,6 +367,36 @@ class Store:
                 "SELECT * FROM steering WHERE agent = ? ORDER BY consumed_at", (agent,)
             )
         )
+
+    def add_profile(
+        self,
+        candidate_id: str,
+        agent: str,
+        spec_index: int,
+        ok: bool,
+        summary: dict,
+        seconds: float,
+    ) -> None:
+        with self.transaction() as db:
+            db.execute(
+                "INSERT INTO profiles (candidate_id, agent, spec_index, ok, summary, seconds, "
+                "created_at) VALUES (?,?,?,?,?,?,?)",
+                (
+                    candidate_id,
+                    agent,
+                    spec_index,
+                    int(ok),
+                    json.dumps(summary),
+                    seconds,
+                    time.time(),
+                ),
+            )
+
+    def profiles(self, candidate_id: str | None = None) -> list[sqlite3.Row]:
+        if candidate_id is None:
+            return list(self._db.execute("SELECT * FROM profiles ORDER BY id"))
+        query = "SELECT * FROM profiles WHERE candidate_id = ? ORDER BY id"
+        return list(self._db.execute(query, (candidate_id,)))
 
     def add_side_question(self, agent: str, question: str, answer: str, source: str) -> None:
         with self.transaction() as db:

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# One device call: a bounded headless tuner run on qr_v2 from the shipped kernel, GPU tests,
-# and profiles. Usage: device_loop.sh OUT [MINUTES]. Needs the wheels in .whl (see README of
-# docs/benchmarks.md's loop section) because the device has no network.
+# One device call: the GPU-marked tests, a profile of the shipped kernel (with Nsight Compute),
+# and a bounded headless tuner run on qr_v2 starting from the shipped kernel.
+# Usage: device_loop.sh OUT [MINUTES]. The device has no network: the wheels the loop needs
+# beyond the device's image (gitpython, openai and their dependencies) travel in .whl.
 set -uo pipefail
 out=${1:?output directory}
 minutes=${2:-5}
@@ -11,8 +12,11 @@ export PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1 COLUMNS=200
 qrsup=(python -m supervisor.cli)
 source "$(dirname "$0")/device_common.sh"
 { date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; git --version; } > "$out/env.txt" 2>&1
+step gpu_tests 100 python -m pytest -q -m gpu tests/test_fast_geqrf.py tests/test_profile.py
+step profile 90 "${qrsup[@]}" profile kernels/candidates/fast_geqrf.py --suite qr_v2 --spec 3 \
+  --ncu --json "$out/profile_fast_spec3.json"
 workspace=/tmp/qrsup-gpu-ws
-step loop $(( minutes * 60 + 150 )) "${qrsup[@]}" run --headless --agents 1 --budget "${minutes}m" \
+step loop $(( minutes * 60 + 120 )) "${qrsup[@]}" run --headless --agents 1 --budget "${minutes}m" \
   --workspace "$workspace" --init
 python - "$workspace" > "$out/loop_summary.json" <<'PY'
 import json, sys
@@ -29,6 +33,7 @@ print(json.dumps({
     "judge_wall_s": wall,
     "evaluations_per_gpu_hour": len(evaluations) / wall * 3600 if wall else None,
     "iterations": len(store.iterations("a1")),
+    "profiles": [{"candidate": p["candidate_id"], "ok": p["ok"], "seconds": p["seconds"]} for p in store.profiles()],
     "incumbent_before": {"id": first.id, "geomean_ns": first.geomean_ns},
     "incumbent_after": {"id": last.id, "geomean_ns": last.geomean_ns},
     "promotions": [dict(p) for p in promotions],
@@ -36,6 +41,6 @@ print(json.dumps({
 PY
 cp "$workspace/log.md" "$out/loop_log.md" 2>/dev/null
 cp "$workspace/runs/default/agents/a1/agent.log" "$out/loop_agent.log" 2>/dev/null
-[ -n "${EXTRA:-}" ] && step extra 240 bash -c "$EXTRA"
 cat "$out/steps.txt" "$out/loop_summary.json"
+tail -n 12 "$out/gpu_tests.txt" "$out/profile.txt"
 tail -n 30 "$out/loop.txt"

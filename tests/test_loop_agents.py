@@ -30,7 +30,9 @@ def iteration_events(paths, name):
 def test_two_tuner_agents_record_every_evaluation_once_and_promotion_commits_once(tmp_path):
     agents = (
         AgentSpec("a1", role="exploit", max_iterations=2, goal="geomean < 1ns"),
-        AgentSpec("a2", role="near-miss", max_iterations=2, goal="geomean < 1ns"),
+        AgentSpec(
+            "a2", role="structural", family="recursive_wy", max_iterations=2, goal="geomean < 1ns"
+        ),
     )
     paths = make_session(tmp_path, agents)
     fleet = Fleet(paths)
@@ -47,6 +49,16 @@ def test_two_tuner_agents_record_every_evaluation_once_and_promotion_commits_onc
         evaluated = [e for e in events if e["evaluated"]]
         for event in evaluated:
             assert log_md.count(f"· {name} · {event['candidate_id']} ·") == 1
+    beam_entries = [
+        e
+        for n in ("a1", "a2")
+        for e in iteration_events(paths, n)
+        if e["decision"].startswith("beam") or e["decision"] == "promoted"
+    ]
+    assert beam_entries, "the structural agent's first passing candidate takes the empty slot"
+    for event in beam_entries:  # every beam entry is profiled once, its summary stored
+        (profile,) = store.profiles(event["candidate_id"])
+        assert json.loads(profile["summary"])
     evaluated_ids = {
         e["candidate_id"]
         for n in ("a1", "a2")
