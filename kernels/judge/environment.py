@@ -28,4 +28,8 @@ def judged_environment(base: Mapping[str, str], device: str) -> dict[str, str]:
         env["CUDA_VISIBLE_DEVICES"] = index or env.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0]
     else:
         env["CUDA_VISIBLE_DEVICES"] = ""
+        # OpenMP threads that spin after a parallel region burn CPU outside the timed window,
+        # which the referee's CPU accounting would charge to the candidate: let them sleep.
+        env["OMP_WAIT_POLICY"] = "PASSIVE"
+        env["KMP_BLOCKTIME"] = "0"
     return env
