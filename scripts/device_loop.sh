@@ -12,8 +12,8 @@ export PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1 COLUMNS=200
 qrsup=(python -m supervisor.cli)
 source "$(dirname "$0")/device_common.sh"
 { date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; git --version; } > "$out/env.txt" 2>&1
-step gpu_tests 100 python -m pytest -q -m gpu tests/test_fast_geqrf.py tests/test_profile.py
-step profile 90 "${qrsup[@]}" profile kernels/candidates/fast_geqrf.py --suite qr_v2 --spec 3 \
+[ -z "${ONLY_LOOP:-}" ] && step gpu_tests 100 python -m pytest -q -m gpu tests/test_fast_geqrf.py tests/test_profile.py
+[ -z "${ONLY_LOOP:-}" ] && step profile 90 "${qrsup[@]}" profile kernels/candidates/fast_geqrf.py --suite qr_v2 --spec 3 \
   --ncu --json "$out/profile_fast_spec3.json"
 workspace=/tmp/qrsup-gpu-ws
 step loop $(( minutes * 60 + 120 )) "${qrsup[@]}" run --headless --agents 1 --budget "${minutes}m" \
