@@ -17,6 +17,7 @@ from pathlib import Path
 
 from textual.message import Message
 from watchdog.events import (
+    DirCreatedEvent,
     FileCreatedEvent,
     FileModifiedEvent,
     FileMovedEvent,
@@ -24,6 +25,7 @@ from watchdog.events import (
     FileSystemEventHandler,
 )
 from watchdog.observers import Observer
+from watchdog.observers.api import ObservedWatch
 
 from agents.session import RunPaths, SessionError
 from agents.store import CandidateRow, Store
@@ -36,7 +38,7 @@ Post = Callable[[Message], object]
 PROFILE_BYTES = 8192
 LOG_TAIL_BYTES = 256 * 1024
 RECENT_ITERATIONS = 64
-_EVENT_TYPES = (FileModifiedEvent, FileMovedEvent, FileCreatedEvent)
+_ARRIVALS: list[type[FileSystemEvent]] = [FileMovedEvent, FileCreatedEvent]
 
 
 def read_head(path: Path, max_bytes: int) -> str | None:
@@ -310,19 +312,24 @@ def read_diff(store_path: Path, candidate_id: str) -> DiffRead:
 
 
 class _Changes(FileSystemEventHandler):
-    """Runs on watchdog's thread: only notes which file changed and wakes the reader."""
+    """Runs on watchdog's thread: only notes which path changed and wakes the reader."""
 
     def __init__(self, note: Callable[[Path], None]) -> None:
         self._note = note
 
     def on_any_event(self, event: FileSystemEvent) -> None:
-        if event.is_directory:
-            return
         self._note(Path(str(getattr(event, "dest_path", "") or event.src_path)))
 
 
 class RunWatcher:
-    """Follows one agent's log and profile, every agent's events, and the store."""
+    """Follows one agent's log and profile, every agent's events, and the store.
+
+    Watches are narrow, since every event costs Python time on watchdog's threads, and watchdog
+    watches a file through its directory: an agent's directory reports only files arriving (its
+    heartbeat is renamed into place every two seconds, and after every record), and only the
+    followed agent's directory and `work/` report writes. Events are read when the heartbeat
+    arrives. Eight agents logging a hundred lines a second each thus wake it for one agent's lines.
+    """
 
     def __init__(
         self,
@@ -330,7 +337,7 @@ class RunWatcher:
         post: Post,
         spec_labels: tuple[str, ...],
         on_heartbeat: Callable[[], None],
-        interval_s: float = 0.1,
+        interval_s: float = 0.25,
     ) -> None:
         self.paths = paths
         self._post = post
@@ -339,45 +346,68 @@ class RunWatcher:
         self._board = BoardReader(paths.store, spec_labels)
         self._tails: dict[str, EventTail] = {}
         self._followed: LogFollower | None = None
+        self._watches: dict[Path, ObservedWatch] = {}
         self._dirty: set[tuple[str, str]] = {("board", "")}
         self._lock = threading.Lock()
         self._wake = threading.Event()
+        self._urgent = threading.Event()
         self._stop = threading.Event()
+        self._changes = _Changes(self._note)
         self._observer = Observer()
         self._thread = threading.Thread(target=self._run, name="run-watcher", daemon=True)
 
     def start(self) -> None:
         agents = self.paths.root / "agents"
         agents.mkdir(parents=True, exist_ok=True)
+        self._watch(self.paths.root, [FileModifiedEvent, *_ARRIVALS])  # the store's WAL, config
+        self._watch(agents, [DirCreatedEvent])  # a new agent
         for directory in agents.iterdir():
-            tail = EventTail(self.paths.events(directory.name), from_end=True)
-            self._tails[directory.name] = tail
-        changes = _Changes(self._note)
-        kinds = list(_EVENT_TYPES)
-        self._observer.schedule(changes, str(self.paths.root), event_filter=kinds)
-        self._observer.schedule(changes, str(agents), recursive=True, event_filter=kinds)
+            self._tails[directory.name] = EventTail(self.paths.events(directory.name), True)
+            self._watch_agent(directory.name)
         self._observer.start()
         self._thread.start()
         self._wake.set()
 
     def stop(self) -> None:
         self._stop.set()
-        self._wake.set()
+        self._mark("stop", "", urgent=True)
         self._observer.stop()
         self._observer.join()
         self._thread.join()
 
     def follow(self, agent: str) -> None:
         """Show this agent's log and profile from now on."""
-        self._mark("follow", agent)
+        self._mark("follow", agent, urgent=True)
 
     def refresh_board(self) -> None:
-        self._mark("board", "")
+        self._mark("board", "", urgent=True)
 
-    def _mark(self, kind: str, agent: str) -> None:
+    def _mark(self, kind: str, agent: str, urgent: bool = False) -> None:
+        """Note work for the reader; the screen's own requests skip the wait between reads."""
         with self._lock:
             self._dirty.add((kind, agent))
         self._wake.set()
+        if urgent:
+            self._urgent.set()
+
+    def _watch(self, path: Path, kinds: list[type[FileSystemEvent]], recursive: bool = False):
+        if path in self._watches or not path.exists():
+            return
+        try:
+            watch = self._observer.schedule(
+                self._changes, str(path), recursive=recursive, event_filter=kinds
+            )
+        except OSError:  # gone between the check and the watch; its creation is noted instead
+            return
+        self._watches[path] = watch
+
+    def _unwatch(self, path: Path) -> None:
+        watch = self._watches.pop(path, None)
+        if watch is not None:
+            self._observer.unschedule(watch)
+
+    def _watch_agent(self, agent: str) -> None:
+        self._watch(self.paths.agent_dir(agent), _ARRIVALS)
 
     def _note(self, path: Path) -> None:
         if path.parent == self.paths.root:
@@ -390,11 +420,12 @@ class RunWatcher:
             agent, *rest = path.relative_to(self.paths.root / "agents").parts
         except ValueError:
             return
-        if rest == ["agent.log"]:
+        if not rest:
+            self._mark("agent", agent)
+        elif rest == ["agent.log"]:
             self._mark("log", agent)
-        elif rest == ["events.jsonl"]:
-            self._mark("events", agent)
         elif rest == ["heartbeat"]:
+            self._mark("events", agent)  # an agent beats after each record it appends
             self._on_heartbeat()
         elif path == self.paths.profile(agent):
             self._mark("profile", agent)
@@ -405,30 +436,41 @@ class RunWatcher:
             if self._stop.is_set():
                 break
             self._wake.clear()
+            self._urgent.clear()
             with self._lock:
                 dirty, self._dirty = self._dirty, set()
             for kind, agent in sorted(dirty):
                 self._read(kind, agent)
-            if self._stop.wait(self._interval_s):
-                break
+            self._urgent.wait(self._interval_s)  # changes meanwhile are read together
         self._board.close()
 
     def _read(self, kind: str, agent: str) -> None:
         followed = self._followed.agent if self._followed else None
         if kind == "board":
             self._read_board()
+        elif kind == "agent":
+            self._watch_agent(agent)
         elif kind == "events":
             self._read_events(agent)
         elif kind == "follow":
-            self._followed = LogFollower(agent, self.paths.agent_log(agent))
-            self._post(LogRead(agent, self._followed.open_tail(), fresh=True))
-            self._read_profile(agent)
+            self._follow(agent)
         elif kind == "log" and agent == followed and self._followed is not None:
+            self._watch(self.paths.agent_log(agent), [FileModifiedEvent])  # once it exists
             lines, skipped = self._followed.read_new()
             if lines or skipped:
                 self._post(LogRead(agent, lines, fresh=skipped))
         elif kind == "profile" and agent == followed:
             self._read_profile(agent)
+
+    def _follow(self, agent: str) -> None:
+        if self._followed is not None:
+            self._unwatch(self.paths.agent_log(self._followed.agent))
+            self._unwatch(self.paths.work(self._followed.agent))
+        self._watch(self.paths.agent_log(agent), [FileModifiedEvent])
+        self._watch(self.paths.work(agent), [FileModifiedEvent, *_ARRIVALS], recursive=True)
+        self._followed = LogFollower(agent, self.paths.agent_log(agent))
+        self._post(LogRead(agent, self._followed.open_tail(), fresh=True))
+        self._read_profile(agent)
 
     def _read_board(self) -> None:
         previous = self._board.last
@@ -461,7 +503,7 @@ class FleetSampler:
     """Samples statuses, process trees and GPUs every `interval_s`, or sooner when poked."""
 
     def __init__(
-        self, paths: RunPaths, post: Post, interval_s: float = 2.0, min_gap_s: float = 0.5
+        self, paths: RunPaths, post: Post, interval_s: float = 2.0, min_gap_s: float = 1.0
     ) -> None:
         self.paths = paths
         self._post = post

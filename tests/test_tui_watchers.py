@@ -179,7 +179,7 @@ def _next(posted: queue.Queue, kind: type, timeout_s: float = 10.0, where=lambda
     raise AssertionError(f"no {kind.__name__} within {timeout_s} s")
 
 
-def test_run_watcher_sends_the_followed_agents_log_and_records_as_they_are_written(tmp_path):
+def test_run_watcher_sends_the_followed_log_and_the_records_an_agent_beats_after(tmp_path):
     paths = frozen_session(tmp_path)
     posted, post = _collect()
     watcher = RunWatcher(paths, post, ("a", "b"), on_heartbeat=lambda: None, interval_s=0.05)
@@ -198,8 +198,10 @@ def test_run_watcher_sends_the_followed_agents_log_and_records_as_they_are_writt
         assert (grown.agent, grown.fresh) == ("a2", False)
         assert grown.lines == ["followed 1", "followed 2"]
         append_event(paths.events("a3"), {"event": "goal_met", "goal": "g", "candidate_id": "c"})
+        write_beat(paths.heartbeat("a3"), Beat(0, "goal met", 3, time.time()))  # as agents do
         assert _next(posted, GoalMet).agent == "a3"
         append_event(paths.events("a1"), {"event": "advisor", "source": "playbook", "ideas": ["i"]})
+        write_beat(paths.heartbeat("a1"), Beat(0, "idle", 3, time.time()))
         assert _next(posted, AdvisorIdeas).ideas == ["i"]
         store = Store(paths.store)
         row = CandidateRow("c-fast", "hash-fast", "y = 2\n", "c-incumbent", "a1", "exploit",

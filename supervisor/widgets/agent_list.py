@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rich.text import Text
 from textual.message import Message
 from textual.widgets import DataTable
 
-from supervisor.fleet import AgentStatus
-from supervisor.process_stats import TreeLoad
+from supervisor.fleet import STALE_HEARTBEAT_S, AgentStatus
 from supervisor.widgets.format import STATE_STYLES, VERDICT_STYLES, age, ms, styled
 
 STATE_WIDTH = 22
+FRESH_S = 10.0
+STALE_S = STALE_HEARTBEAT_S
 COLUMNS = (
     ("#", "number"),
     ("agent", "name"),
@@ -24,8 +25,6 @@ COLUMNS = (
     ("best ms", "best"),
     ("last", "last"),
     ("beat", "beat"),
-    ("cpu%", "cpu"),
-    ("rss", "rss"),  # MiB
     ("goal", "goal"),
 )
 
@@ -42,6 +41,7 @@ class AgentList(DataTable):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, cursor_type="row")
         self.border_title = "agents"
+        self._shown: dict[str, tuple[object, ...]] = {}
 
     def on_mount(self) -> None:
         for label, key in COLUMNS:
@@ -53,15 +53,18 @@ class AgentList(DataTable):
             return None
         return self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
 
-    def show(self, statuses: Sequence[AgentStatus], loads: Mapping[str, TreeLoad]) -> None:
-        """Update rows in place, so the cursor stays on its agent."""
+    def show(self, statuses: Sequence[AgentStatus]) -> None:
+        """Update changed cells in place, so the cursor stays on its agent."""
         for number, status in enumerate(statuses, start=1):
-            cells = _cells(number, status, loads.get(status.name))
-            if status.name in self.rows:
-                for (_, key), value in zip(COLUMNS, cells, strict=True):
-                    self.update_cell(status.name, key, value, update_width=True)
-            else:
+            cells = _cells(number, status)
+            shown = self._shown.get(status.name)
+            if shown is None:
                 self.add_row(*cells, key=status.name)
+            else:
+                for (_, key), old, new in zip(COLUMNS, shown, cells, strict=True):
+                    if old != new:  # each update re-renders the table
+                        self.update_cell(status.name, key, new, update_width=True)
+            self._shown[status.name] = cells
 
     def select(self, agent: str) -> None:
         if agent in self.rows:
@@ -73,10 +76,16 @@ class AgentList(DataTable):
             self.post_message(self.AgentHighlighted(event.row_key.value))
 
 
-def _cells(number: int, status: AgentStatus, load: TreeLoad | None) -> tuple[object, ...]:
+def heartbeat_age(seconds: float | None) -> Text:
+    """Fresh beats (written every 2 s) read as one value, so the table redraws only on news."""
+    if seconds is not None and seconds < FRESH_S:
+        return Text(f"<{FRESH_S:.0f}s")
+    return Text(age(seconds), style="bold red" if seconds and seconds > STALE_S else "")
+
+
+def _cells(number: int, status: AgentStatus) -> tuple[object, ...]:
     detail = status.detail if status.detail not in ("", status.state) else ""
     state = f"{status.state} {detail}".strip()
-    running = load is not None and bool(load.pids)
     return (
         str(number) if number < 10 else " ",
         Text(status.name),
@@ -86,8 +95,6 @@ def _cells(number: int, status: AgentStatus, load: TreeLoad | None) -> tuple[obj
         str(status.iteration),
         ms(status.best_geomean_ns),
         styled(status.last_verdict or "—", VERDICT_STYLES),
-        age(status.heartbeat_age_s),
-        f"{load.cpu_pct:.0f}" if load and running else "—",
-        f"{load.rss_bytes / 2**20:.0f}M" if load and running else "—",
+        heartbeat_age(status.heartbeat_age_s) if status.alive else Text("—"),
         Text(status.goal),
     )

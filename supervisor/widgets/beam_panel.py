@@ -33,7 +33,10 @@ class BeamPanel(Vertical):
         yield Sparkline([], id="best-sparkline")
 
     def show(self, board: Board) -> None:
-        self.query_one("#beam-text", Static).update(beam_text(board))
+        text = beam_text(board)
+        lines = self.query_one("#beam-text", Static)
+        lines.styles.height = len(text.split())  # set, not auto: auto kept a stale height
+        lines.update(text)
         series = board.best_over_time()
         self.query_one(Sparkline).data = [series[0] / value for value in series]  # taller: faster
         best = board.best()

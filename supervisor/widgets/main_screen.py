@@ -52,6 +52,7 @@ class MainScreen(Screen):
         super().__init__()
         self.title_text = title
         self.statuses: dict[str, AgentStatus] = {}
+        self._keys_for: tuple[object, ...] = ()
         self.sampler = FleetSampler(paths, self.post_message, sample_interval_s)
         self.watcher = RunWatcher(paths, self.post_message, spec_labels, self.sampler.poke)
 
@@ -93,21 +94,21 @@ class MainScreen(Screen):
         self.query_one(LogTail).follow(agent)
         self.watcher.follow(agent)
         self._show_goal()
-        self.app.refresh_bindings()
+        self._refresh_keys()
 
     def on_agents_sampled(self, message: AgentsSampled) -> None:
         self.statuses = {status.name: status for status in message.statuses}
-        self.query_one(AgentList).show(message.statuses, message.loads)
+        self.query_one(AgentList).show(message.statuses)
         self.query_one(StatsPanel).show(message.gpus, message.loads)
         if self.selected_agent is None and message.statuses:
             self.selected_agent = message.statuses[0].name
         self._show_goal()
-        self.app.refresh_bindings()
+        self._refresh_keys()
 
     def on_board_read(self, message: BoardRead) -> None:
         self.query_one(Leaderboard).show(message.board)
         self.query_one(BeamPanel).show(message.board)
-        self.app.refresh_bindings()
+        self._refresh_keys()
 
     def on_log_read(self, message: LogRead) -> None:
         self.query_one(LogTail).add(message.agent, message.lines, message.fresh)
@@ -141,8 +142,19 @@ class MainScreen(Screen):
 
     @on(DataTable.RowHighlighted, "#leaderboard")
     def _candidate_highlighted(self) -> None:
-        self.app.refresh_bindings()
+        self._refresh_keys()
+
+    def _refresh_keys(self) -> None:
+        """Grey keys in or out only when their subject changed: the Footer rebuilds each time."""
+        entry = self.selected_candidate
+        subject = (self.selected_agent, entry and entry.id, entry and entry.verdict)
+        if subject != self._keys_for:
+            self._keys_for = subject
+            self.app.refresh_bindings()
 
     def _show_goal(self) -> None:
         status = self.statuses.get(self.selected_agent or "")
-        self.query_one(LogTail).border_subtitle = f"goal: {status.goal}" if status else ""
+        subtitle = f"goal: {status.goal}" if status else ""
+        log = self.query_one(LogTail)
+        if log.border_subtitle != subtitle:
+            log.border_subtitle = subtitle

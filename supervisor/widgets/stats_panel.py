@@ -1,4 +1,4 @@
-"""The GPUs: load, memory, temperature, power, and which agents use each (CPU/RSS: agent list)."""
+"""GPU and process figures: per GPU (and the agents using it), per agent process tree."""
 
 from __future__ import annotations
 
@@ -11,9 +11,11 @@ from supervisor.gpu_stats import GpuReport
 from supervisor.process_stats import TreeLoad
 from supervisor.widgets.format import size
 
+PROCESSES_PER_LINE = 4  # each "a12 100% 1234M": four fit an 80-column terminal
+
 
 def stats_text(gpus: GpuReport, loads: Mapping[str, TreeLoad]) -> Text:
-    """One line per GPU; a machine without GPUs gets one line saying so."""
+    """A line per GPU (or one saying there is none), then every agent's CPU and RSS."""
     trees = {name: load.pids for name, load in loads.items()}
     lines = [] if gpus.gpus else [Text(gpus.note or "no GPU", style="dim")]
     for gpu in gpus.gpus:
@@ -26,6 +28,15 @@ def stats_text(gpus: GpuReport, loads: Mapping[str, TreeLoad]) -> Text:
                 f"{gpu.power_w:.0f} W · {holders}",
             )
         )
+    processes = [
+        Text.assemble((name, "bold"), f" {load.cpu_pct:.0f}% {load.rss_bytes / 2**20:.0f}M")
+        for name, load in loads.items()
+        if load.pids
+    ]
+    for start in range(0, len(processes), PROCESSES_PER_LINE):
+        lines.append(Text("   ").join(processes[start : start + PROCESSES_PER_LINE]))
+    if not processes:
+        lines.append(Text("no agent process running", style="dim"))
     return Text("\n").join(lines)
 
 
@@ -35,6 +46,11 @@ class StatsPanel(Static):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(Text("sampling…"), id=id)
         self.border_title = "stats"
+        self.shown = Text()
 
     def show(self, gpus: GpuReport, loads: Mapping[str, TreeLoad]) -> None:
-        self.update(stats_text(gpus, loads))
+        text = stats_text(gpus, loads)
+        if text != self.shown:  # an update lays the screen out again
+            self.shown = text
+            self.styles.height = len(text.split())  # set, not auto: auto kept a stale height
+            self.update(text)
