@@ -111,6 +111,7 @@ def test_steering_sent_during_an_evaluation_is_taken_once_at_the_next_boundary(t
     store.close()
 
 
+@pytest.mark.slow
 def test_kill_9_mid_evaluation_then_restart_continues_from_the_last_record(tmp_path):
     paths = make_session(tmp_path, (AgentSpec("a1", max_iterations=3, goal="geomean < 1ns"),))
     fleet = Fleet(paths)

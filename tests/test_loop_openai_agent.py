@@ -25,6 +25,7 @@ panel_width=16
 """
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(400)
 def test_openai_agent_edit_is_judged_and_the_key_is_in_no_record(tmp_path, monkeypatch):
     monkeypatch.setenv(KEY_ENV, KEY)
