@@ -55,11 +55,12 @@ class Terminal:
         self._tmux("send-keys", "-t", self.name, *keys)
 
     def wait_for(self, text: str, timeout_s: float) -> float:
-        """Seconds until `text` is on screen (capture-pane in a tight loop)."""
+        """Seconds until `text` is on screen, read every 5 ms (each read is a tmux client)."""
         start = time.perf_counter()
         while text not in self.screen():
             if time.perf_counter() - start > timeout_s:
                 raise TimeoutError(f"{text!r} not on screen after {timeout_s} s")
+            time.sleep(0.005)
         return time.perf_counter() - start
 
     def close(self) -> None:

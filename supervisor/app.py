@@ -16,6 +16,7 @@ from typing import ClassVar
 from textual import on
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
+from textual.content import Content
 from textual.message import Message
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
@@ -29,13 +30,13 @@ from supervisor.fleet import Fleet
 from supervisor.watchers import DiffRead, read_diff
 from supervisor.widgets.add_agent_dialog import AddAgentDialog
 from supervisor.widgets.choice_dialog import Choice, ChoiceDialog
-from supervisor.widgets.diff_screen import DiffScreen
 from supervisor.widgets.format import ms
 from supervisor.widgets.help_screen import HelpScreen
 from supervisor.widgets.leaderboard import Leaderboard
 from supervisor.widgets.main_screen import MainScreen
 from supervisor.widgets.promotion_bar import PromotionBar
 from supervisor.widgets.text_prompt import TextPrompt
+from supervisor.widgets.text_screen import TextScreen, diff_content
 
 AGENT_ACTIONS = {"steer", "goal", "advise", "ask", "pause_resume", "kill", "restart"}
 NOTIFY_S = 8.0
@@ -140,12 +141,18 @@ class SupervisorApp(App[str]):
         self.refresh_bindings()
 
     def on_side_answered(self, message: SideAnswered) -> None:
+        """Shown whole when nothing else is open; otherwise its start, so no typing is cut off."""
         answer = message.answer
-        title = f"{answer.agent}: {answer.question[:60]} ({answer.source})"
-        self.notify(answer.answer[:1200], title=title, timeout=30.0, markup=False)
+        title = f"{answer.agent}: {answer.question[:60]} (from {answer.source})"
+        if self.screen is self.main:
+            self.push_screen(TextScreen(title, Content(answer.answer)))
+        else:
+            self.notify(answer.answer[:600], title=title, timeout=30.0, markup=False)
 
     def on_diff_read(self, message: DiffRead) -> None:
-        self.push_screen(DiffScreen(message.candidate_id, message.parent_id, message.diff))
+        title = f"diff · {message.candidate_id} vs {message.parent_id or 'nothing'}"
+        text = diff_content(message.diff) if message.diff else Content("same source as its parent")
+        self.push_screen(TextScreen(title, text))
 
     def on_stop_sent(self, message: StopSent) -> None:
         self.exit("stopped")

@@ -20,6 +20,7 @@ from supervisor.widgets.choice_dialog import ChoiceDialog
 from supervisor.widgets.leaderboard import Leaderboard
 from supervisor.widgets.log_tail import LogTail
 from supervisor.widgets.promotion_bar import PromotionBar
+from supervisor.widgets.text_screen import TextScreen
 from tests.loop_helpers import make_session, wait_for
 from tests.tui_pilot import notices, type_text, until
 
@@ -152,8 +153,10 @@ async def test_advisor_key_queues_ideas_and_a_side_question_is_answered(fleet):
         await pilot.press("b")
         await type_text(pilot, "what is it doing")
         await pilot.press("enter")
-        await until(pilot, lambda: any("what is it doing" in n for n in notices(app)), 60,
-                    "the answer")  # fmt: skip
+        answer = await until(
+            pilot, lambda: isinstance(app.screen, TextScreen) and app.screen, 60, "the answer"
+        )
+        assert "what is it doing" in answer.title_text and "a1" in answer.text.plain
 
 
 async def test_add_agent_starts_it_in_the_session(fleet):

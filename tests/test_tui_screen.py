@@ -13,12 +13,12 @@ from supervisor.app import SupervisorApp
 from supervisor.fleet import Fleet
 from supervisor.widgets.add_agent_dialog import AddAgentDialog
 from supervisor.widgets.choice_dialog import ChoiceDialog
-from supervisor.widgets.diff_screen import DiffScreen
 from supervisor.widgets.help_screen import HelpScreen
 from supervisor.widgets.leaderboard import Leaderboard
 from supervisor.widgets.log_tail import LogTail
 from supervisor.widgets.profile_panel import ProfilePanel
 from supervisor.widgets.text_prompt import TextPrompt
+from supervisor.widgets.text_screen import TextScreen
 from tests.tui_pilot import notices, type_text, until
 from tests.tui_sessions import FrozenSampler, frozen_session
 
@@ -83,11 +83,11 @@ async def test_enter_on_a_leaderboard_row_shows_its_diff_against_its_parent(froz
         frozen_app.main.query_one(Leaderboard).focus()
         await pilot.press("enter")
         screen = await until(
-            pilot, lambda: isinstance(frozen_app.screen, DiffScreen) and frozen_app.screen, 10,
+            pilot, lambda: isinstance(frozen_app.screen, TextScreen) and frozen_app.screen, 10,
             "the diff screen",
         )  # fmt: skip
-        assert screen.candidate_id == "c-1a2b3c4d5e" and screen.parent_id == "c-incumbent"
-        assert "+PANEL = 24" in screen.diff
+        assert screen.title_text == "diff · c-1a2b3c4d5e vs c-incumbent"
+        assert "+PANEL = 24" in screen.text.plain
         await pilot.press("escape")
         assert frozen_app.screen is frozen_app.main
 

@@ -145,9 +145,9 @@ class MainScreen(Screen):
         self._refresh_keys()
 
     def _refresh_keys(self) -> None:
-        """Grey keys in or out only when their subject changed: the Footer rebuilds each time."""
+        """Grey keys in or out only when that changes: each refresh rebuilds the Footer."""
         entry = self.selected_candidate
-        subject = (self.selected_agent, entry and entry.id, entry and entry.verdict)
+        subject = (self.selected_agent is not None, entry is not None and entry.verdict == "pass")
         if subject != self._keys_for:
             self._keys_for = subject
             self.app.refresh_bindings()

@@ -1,4 +1,4 @@
-"""A candidate's source diff against its parent, full screen, in the theme's diff colours."""
+"""A long text, full screen and scrollable: a candidate's diff, the answer to a side question."""
 
 from __future__ import annotations
 
@@ -31,25 +31,23 @@ def _style(line: str) -> str:
     return next((style for prefix, style in _LINE_STYLES if line.startswith(prefix)), "")
 
 
-class DiffScreen(ModalScreen[None]):
-    """Opened from the leaderboard (enter on a row); escape or `q` closes it."""
+class TextScreen(ModalScreen[None]):
+    """Escape or `q` closes it; the text never holds markup (sources and answers have brackets)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "close", "Close"),
         Binding("q", "close", "Close", show=False),
     ]
 
-    def __init__(self, candidate_id: str, parent_id: str | None, diff: str) -> None:
+    def __init__(self, title: str, text: Content) -> None:
         super().__init__()
-        self.candidate_id = candidate_id
-        self.parent_id = parent_id
-        self.diff = diff
+        self.title_text = title
+        self.text = text
 
     def compose(self) -> ComposeResult:
-        with VerticalScroll(classes="diff") as scroll:
-            scroll.border_title = f"diff · {self.candidate_id} vs {self.parent_id or 'nothing'}"
-            text = diff_content(self.diff) if self.diff else Content("same source as its parent")
-            yield Static(text)
+        with VerticalScroll(classes="reading") as scroll:
+            scroll.border_title = self.title_text
+            yield Static(self.text)
         yield Footer(compact=True)
 
     def action_close(self) -> None:
