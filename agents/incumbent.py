@@ -108,16 +108,16 @@ def _register(session: SessionConfig, store: Store, device: str, log: AgentLog) 
     space = space_for(family, REPO_ROOT)
     sha = None
     try:
-        repo = open_repo(session.workspace)
-        source = read_incumbent(repo)
-        if source is None:
-            source = space.render(space.default_point())
-            sha = commit_incumbent(
-                repo, source, f"Seed the incumbent ({family} defaults) at {INCUMBENT_PATH}"
-            )
-            log.write(f"seeded {INCUMBENT_PATH} with the {family} defaults (commit {sha[:10]})")
-        else:
-            sha = repo.head.commit.hexsha
+        with open_repo(session.workspace) as repo:
+            source = read_incumbent(repo)
+            if source is None:
+                source = space.render(space.default_point())
+                sha = commit_incumbent(
+                    repo, source, f"Seed the incumbent ({family} defaults) at {INCUMBENT_PATH}"
+                )
+                log.write(f"seeded {INCUMBENT_PATH} with the {family} defaults ({sha[:10]})")
+            else:
+                sha = repo.head.commit.hexsha
     except WorkspaceError as exc:
         raise IncumbentError(str(exc)) from None
     digest = source_hash(source)

@@ -390,11 +390,10 @@ class ResearchAgent:
     def _commit_candidate(self, row: CandidateRow) -> None:
         """Keep every candidate on the agent's own branch; git trouble never stops the loop."""
         try:
-            repo = open_repo(self.session.workspace)
             branch = f"qrsup/{self.session.name}/{self.name}"
-            commit_to_branch(
-                repo, branch, row.source, f"{row.id}: {row.hypothesis}\n\nparent: {row.parent_id}"
-            )
+            message = f"{row.id}: {row.hypothesis}\n\nparent: {row.parent_id}"
+            with open_repo(self.session.workspace) as repo:
+                commit_to_branch(repo, branch, row.source, message)
         except (WorkspaceError, git.GitError, OSError) as exc:
             self.log.write(f"could not commit {row.id} to the agent branch: {exc}")
 

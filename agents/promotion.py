@@ -45,8 +45,8 @@ def promote(
         if store.incumbent_id() == candidate_id:
             return PromotionResult(False, f"{candidate_id} is already the incumbent")
         try:
-            repo = open_repo(workspace)
-            check_promotable(repo)
+            with open_repo(workspace) as repo:
+                check_promotable(repo)
         except WorkspaceError as exc:
             return PromotionResult(False, str(exc))
         result = _revalidate(evaluator, candidate.source, progress)
@@ -62,7 +62,8 @@ def promote(
             candidate_id, candidate.hypothesis, candidate.agent, by, result, previous, noise
         )
         try:
-            sha = commit_incumbent(repo, candidate.source, message)
+            with open_repo(workspace) as repo:
+                sha = commit_incumbent(repo, candidate.source, message)
         except WorkspaceError as exc:
             return PromotionResult(False, str(exc))
         geomean_ns = result.report.geomean_ns

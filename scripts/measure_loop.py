@@ -24,7 +24,7 @@ from supervisor.launch import default_agents
 def measure(agents: int, minutes: float, suite: str, device: str) -> dict[str, float]:
     with tempfile.TemporaryDirectory(prefix="qrsup-loop-") as scratch:
         workspace = Path(scratch) / "ws"
-        init_repo(workspace)
+        init_repo(workspace).close()
         specs = default_agents(agents, "tuner", "geomean < 1ns", None, device)
         config = SessionConfig(name="m", workspace=workspace, suite=suite, agents=specs)
         paths = RunPaths.of(workspace, "m")

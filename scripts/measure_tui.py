@@ -142,6 +142,7 @@ def load(agents: int, rate: float, seconds: float) -> dict:
         terminal.wait_for("agents · session load", 60)
         app = _app_process(paths.root)
         app.cpu_percent(None)
+        writer_cpu_s = -sum(_cpu_s(process.pid) for process in writers)
         samples, latencies_s = [], []
         start = time.monotonic()
         while time.monotonic() - start < seconds:
@@ -150,6 +151,8 @@ def load(agents: int, rate: float, seconds: float) -> dict:
             agent = f"a{(len(latencies_s) + 1) % agents + 1}"  # a1 is selected at first
             terminal.keys(agent.removeprefix("a"))
             latencies_s.append(terminal.wait_for(f"log · {agent} ", 10))
+        elapsed_s = time.monotonic() - start
+        writer_cpu_s += sum(_cpu_s(process.pid) for process in writers)
         lines = sum(paths.agent_log(f"a{i}").read_text().count("\n") for i in range(1, agents + 1))
     finally:
         terminal.close()
@@ -162,6 +165,7 @@ def load(agents: int, rate: float, seconds: float) -> dict:
         "rate_lines_per_s_each": rate,
         "seconds": seconds,
         "log_lines_written": lines,
+        "writers_cpu_pct_all": round(100 * writer_cpu_s / elapsed_s, 1),
         "app_cpu_pct_mean": round(statistics.fmean(cpu), 1),
         "app_cpu_pct_max_5s": round(max(cpu), 1),
         "app_rss_mib_first": round(rss[0] / 2**20, 1),
@@ -217,6 +221,11 @@ def _app_process(run_dir: Path) -> psutil.Process:
         if "app" in cmdline and str(run_dir) in cmdline:
             return process
     raise RuntimeError("the app process is not running")
+
+
+def _cpu_s(pid: int) -> float:
+    times = psutil.Process(pid).cpu_times()
+    return times.user + times.system
 
 
 def _quantile(values: list[float], q: float) -> float:

@@ -80,11 +80,11 @@ def prepare_session(choices: LaunchChoices) -> tuple[RunPaths, SessionConfig, bo
     """Reattach to an existing session, or create it with the defaults; (paths, config, created)."""
     workspace = choices.workspace.resolve()
     try:
-        open_repo(workspace)
+        open_repo(workspace).close()
     except WorkspaceError as exc:
         if not choices.init:
             raise LaunchError(f"{exc} (or pass --init to let qrsup do it)") from None
-        init_repo(workspace)
+        init_repo(workspace).close()
     paths = RunPaths.of(workspace, choices.session)
     if paths.config.exists():
         return paths, load_session(paths), False

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 import torch
 
@@ -22,6 +24,19 @@ TINY = Suite(
 )
 
 FAST_TIMEOUTS = Timeouts(prepare=30, load=60, first_call=20, call=20, inspect=30, total=180)
+
+
+@pytest.fixture
+def no_leftover_processes() -> Iterator[None]:
+    """Fail a test whose judge or profile leaves a process of its own behind."""
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    yield
+    leftovers = [
+        p
+        for p in psutil.Process().children(recursive=True)
+        if p.pid not in before and p.status() != psutil.STATUS_ZOMBIE
+    ]
+    assert leftovers == [], f"processes left behind: {leftovers}"
 
 
 def judge(path: Path, mode: str = "test", **overrides: object) -> JudgeReport:

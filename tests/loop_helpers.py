@@ -36,7 +36,7 @@ def make_session(
 ) -> RunPaths:
     """A git workspace with a tiny suite and a saved session; agents not started."""
     workspace = tmp_path / "ws"
-    init_repo(workspace)
+    init_repo(workspace).close()
     suite = workspace / "tiny.toml"
     suite.write_text(TINY_SUITE)
     config = SessionConfig(

@@ -10,12 +10,7 @@ import pytest
 from kernels.judge.runner import Timeouts
 from tests.conftest import CANDIDATES, CHEATERS, judge
 
-
-@pytest.fixture(autouse=True)
-def no_leftover_processes():
-    yield
-    leftovers = [p for p in psutil.Process().children(recursive=True) if p.status() != "zombie"]
-    assert leftovers == [], f"judge left processes behind: {leftovers}"
+pytestmark = pytest.mark.usefixtures("no_leftover_processes")
 
 
 def test_honest_candidate_passes_tests_and_benchmarks():

@@ -9,7 +9,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import psutil
 import pytest
 from rich.console import Console
 
@@ -38,11 +37,7 @@ def custom_kernel(a):
 '''
 
 
-@pytest.fixture(autouse=True)
-def no_leftover_processes():
-    yield
-    leftovers = [p for p in psutil.Process().children(recursive=True) if p.status() != "zombie"]
-    assert leftovers == [], f"the profile left processes behind: {leftovers}"
+pytestmark = pytest.mark.usefixtures("no_leftover_processes")
 
 
 @pytest.fixture(scope="module")
