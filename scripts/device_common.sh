@@ -1,8 +1,16 @@
-# Shared by the device scripts: `step NAME LIMIT_S COMMAND...` runs a command under a time limit,
-# writes its output to $out/NAME.txt and appends its exit status and wall time to $out/steps.txt.
+# Shared by the device scripts. The device brings back only a few files from $OUT, so results are
+# written to a scratch directory ($out) and packed into $OUT/results.tgz after every step: what
+# finished before a time limit still comes back.
+# `step NAME LIMIT_S COMMAND...` runs a command under a time limit, writes its output to
+# $out/NAME.txt and appends its exit status and wall time to $out/steps.txt.
+dest=$out
+out=$(mktemp -d)
+pack() { tar czf "$dest/results.tgz.part" -C "$out" . && mv "$dest/results.tgz.part" "$dest/results.tgz"; }
+trap pack EXIT
 step() {
   local name=$1 limit=$2; shift 2
   local start; start=$(date +%s)
   timeout "$limit" "$@" > "$out/$name.txt" 2>&1
   echo "$name rc=$? wall_s=$(( $(date +%s) - start ))" | tee -a "$out/steps.txt"
+  pack
 }
