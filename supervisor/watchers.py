@@ -32,6 +32,7 @@ from agents.store import CandidateRow, Store
 from supervisor.event_tail import EventTail
 from supervisor.fleet import AgentStatus, Fleet
 from supervisor.gpu_stats import GpuReport, GpuStats
+from supervisor.leases import GpuLeases
 from supervisor.process_stats import ProcessStats, TreeLoad
 
 Post = Callable[[Message], object]
@@ -234,11 +235,12 @@ class BoardRead(Message, bubble=False):
 
 @dataclass
 class AgentsSampled(Message, bubble=False):
-    """Every agent's status and process load, and the GPUs, as of now."""
+    """Every agent's status and process load, the GPUs and their leases, as of now."""
 
     statuses: tuple[AgentStatus, ...]
     loads: dict[str, TreeLoad]
     gpus: GpuReport
+    leases: dict[int, list[str]] = field(default_factory=dict)
 
     def can_replace(self, message: Message) -> bool:
         return isinstance(message, AgentsSampled)
@@ -527,6 +529,7 @@ class FleetSampler:
 
     def _run(self) -> None:
         fleet, processes, gpus = Fleet(self.paths), ProcessStats(), GpuStats()
+        leases = GpuLeases(self.paths.root, [])  # read only: who holds which GPU
         states: dict[str, str] = {}
         try:
             while not self._stop.is_set():
@@ -536,7 +539,8 @@ class FleetSampler:
                 except SessionError:
                     statuses = ()
                 loads = processes.sample({s.name: s.pid for s in statuses})
-                self._post(AgentsSampled(statuses, loads, gpus.sample()))
+                sample = AgentsSampled(statuses, loads, gpus.sample(), leases.holders())
+                self._post(sample)
                 for status in statuses:
                     was = states.get(status.name)
                     if status.state == "crashed" and was is not None and was != "crashed":

@@ -14,8 +14,9 @@ import pytest
 from agents.heartbeat import Beat, write_beat
 from agents.records import append_event
 from agents.store import CandidateRow, Store
-from supervisor.gpu_stats import GpuStats
-from supervisor.process_stats import ProcessStats
+from supervisor.gpu_stats import GpuReport, GpuSample, GpuStats
+from supervisor.leases import GpuLeases
+from supervisor.process_stats import ProcessStats, TreeLoad
 from supervisor.watchers import (
     AdvisorIdeas,
     AgentCrashed,
@@ -30,6 +31,7 @@ from supervisor.watchers import (
     RunWatcher,
     read_diff,
 )
+from supervisor.widgets.stats_panel import stats_text
 from tests.loop_helpers import wait_for
 from tests.tui_sessions import T0, frozen_session
 
@@ -143,6 +145,20 @@ def test_gpu_stats_name_the_agents_whose_process_trees_use_each_gpu():
     assert gpu.holders(trees) == ("a1",)
 
 
+def test_stats_show_each_gpus_lease_and_flag_a_process_on_a_gpu_it_does_not_lease():
+    def gpu(index: int, pids: set[int]) -> GpuSample:
+        return GpuSample(index, "NVIDIA H200", 50, 2**30, 140 * 2**30, 60, 400.0, frozenset(pids))
+
+    loads = {"a1": TreeLoad(frozenset({100}), 98.0, 2**28), "a2": TreeLoad(frozenset({200}), 0, 0)}
+    report = GpuReport((gpu(0, {100}), gpu(1, set()), gpu(2, {200}), gpu(3, set())))
+    lines = stats_text(report, loads, {0: ["a1"], 1: ["a2"]}).plain.splitlines()
+    assert lines[0].endswith("· held by a1")
+    assert lines[1].endswith("· held by a2")  # leased, its judge not running right now
+    assert lines[2].endswith("· leased to nobody, used by a2")
+    assert lines[3].endswith("· free")
+    assert lines[4].startswith("a1 98% 256M")
+
+
 def test_process_stats_sum_an_agent_tree_and_report_a_dead_one_empty():
     parent = subprocess.Popen(
         [sys.executable, "-c", "import subprocess, sys, time; "
@@ -224,6 +240,7 @@ def test_fleet_sampler_reports_an_agent_that_died_without_saying_so_once(tmp_pat
     )
     paths.pid_file("a1").write_text(str(fake_agent.pid))
     write_beat(paths.heartbeat("a1"), Beat(fake_agent.pid, "evaluating", 2, time.time()))
+    assert GpuLeases(paths.root, [0, 1]).acquire("a1", fake_agent.pid) == 0
     posted, post = _collect()
     sampler = FleetSampler(paths, post, interval_s=0.2, min_gap_s=0.05)
     sampler.start()
@@ -231,11 +248,12 @@ def test_fleet_sampler_reports_an_agent_that_died_without_saying_so_once(tmp_pat
         first = _next(posted, AgentsSampled)
         assert {s.name: s.alive for s in first.statuses}["a1"]
         assert first.loads["a1"].pids == frozenset({fake_agent.pid})
+        assert first.leases == {0: ["a1"]}
         fake_agent.kill()
         fake_agent.wait()
         crashed = _next(posted, AgentCrashed)
         assert crashed.agent == "a1"
-        _next(posted, AgentsSampled)
+        assert _next(posted, AgentsSampled).leases == {}  # a dead holder's GPU is free
         _next(posted, AgentsSampled)
         assert not any(isinstance(m, AgentCrashed) for m in list(posted.queue))
     finally:

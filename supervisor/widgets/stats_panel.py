@@ -1,8 +1,8 @@
-"""GPU and process figures: per GPU (and the agents using it), per agent process tree."""
+"""GPU and process figures: per GPU (who leases it, who uses it), per agent process tree."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from rich.text import Text
 from textual.widgets import Static
@@ -14,13 +14,15 @@ from supervisor.widgets.format import size
 PROCESSES_PER_LINE = 4  # each "a12 100% 1234M": four fit an 80-column terminal
 
 
-def stats_text(gpus: GpuReport, loads: Mapping[str, TreeLoad]) -> Text:
+def stats_text(
+    gpus: GpuReport, loads: Mapping[str, TreeLoad], leases: Mapping[int, list[str]]
+) -> Text:
     """A line per GPU (or one saying there is none), then every agent's CPU and RSS."""
     trees = {name: load.pids for name, load in loads.items()}
     lines = [] if gpus.gpus else [Text(gpus.note or "no GPU", style="dim")]
     for gpu in gpus.gpus:
         memory = f"{size(gpu.memory_used_bytes)}/{size(gpu.memory_total_bytes)}"
-        holders = ", ".join(gpu.holders(trees)) or "free"
+        holders = gpu_holders(leases.get(gpu.index, []), gpu.holders(trees))
         lines.append(
             Text.assemble(
                 (f"gpu{gpu.index} ", "bold"),
@@ -40,6 +42,15 @@ def stats_text(gpus: GpuReport, loads: Mapping[str, TreeLoad]) -> Text:
     return Text("\n").join(lines)
 
 
+def gpu_holders(leased: Sequence[str], using: Sequence[str]) -> str:
+    """The lease says who should be on a GPU and NVML who is: a stray judge stands out."""
+    if not leased and not using:
+        return "free"
+    if set(using) <= set(leased):
+        return f"held by {', '.join(leased)}"
+    return f"leased to {', '.join(leased) or 'nobody'}, used by {', '.join(using)}"
+
+
 class StatsPanel(Static):
     """Refreshed by each fleet sample, every few seconds."""
 
@@ -48,8 +59,10 @@ class StatsPanel(Static):
         self.border_title = "stats"
         self.shown = Text()
 
-    def show(self, gpus: GpuReport, loads: Mapping[str, TreeLoad]) -> None:
-        text = stats_text(gpus, loads)
+    def show(
+        self, gpus: GpuReport, loads: Mapping[str, TreeLoad], leases: Mapping[int, list[str]]
+    ) -> None:
+        text = stats_text(gpus, loads, leases)
         if text != self.shown:  # an update lays the screen out again
             self.shown = text
             self.styles.height = len(text.split())  # set, not auto: auto kept a stale height
