@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from functools import partial
 from pathlib import Path
 from typing import NoReturn
 
@@ -24,8 +25,8 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def _session_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--workspace", type=Path, default=Path.cwd(), help="default: here")
-    parser.add_argument("--session", default="default", help="session name (default: default)")
+    parser.add_argument("--workspace", type=Path, help="default: here")
+    parser.add_argument("--session", help="session name (default: default)")
 
 
 def _launch_options(parser: argparse.ArgumentParser) -> None:
@@ -37,36 +38,40 @@ def _launch_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--budget", help="per agent: iterations (20) or time (30m, 2h)")
     parser.add_argument("--init", action="store_true", help="git init the workspace if needed")
     parser.add_argument("--gpus", help="GPUs agents may lease, e.g. 0,1,2 (default: all visible)")
-    parser.add_argument(
-        "--agents-per-gpu", type=int, default=1, help="agents sharing one GPU (default: 1)"
-    )
+    parser.add_argument("--agents-per-gpu", type=int, help="agents sharing one GPU (default: 1)")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="qrsup", description="Auto-research supervisor for GPU kernels.")
     _launch_options(parser)
+    parser.set_defaults(workspace=Path.cwd(), session="default", agents_per_gpu=1)
     commands = parser.add_subparsers(dest="command", parser_class=OneLineParser)
     add_judge_commands(commands)
     add_profile_command(commands)
-    run = commands.add_parser("run", help="start or reattach a session's agents")
+    # A session verb's options are set only when given, so `qrsup --workspace W status` and
+    # `qrsup status --workspace W` both work: an unset option keeps the top level's value.
+    session_verb = partial(commands.add_parser, argument_default=argparse.SUPPRESS)
+    run = session_verb("run", help="start or reattach a session's agents")
     _launch_options(run)
-    run.add_argument("--headless", action="store_true", help="no TUI: one line per event")
-    status = commands.add_parser("status", help="the agents, beam and incumbent of a session")
+    run.add_argument(
+        "--headless", action="store_true", default=False, help="no TUI: one line per event"
+    )
+    status = session_verb("status", help="the agents, beam and incumbent of a session")
     _session_options(status)
     for name, help_text, extra in (
         ("steer", "send steering text to an agent", "text"),
         ("goal", "give an agent a new goal", "goal"),
         ("ask", "ask an agent a side question", "question"),
     ):
-        sub = commands.add_parser(name, help=help_text)
+        sub = session_verb(name, help=help_text)
         _session_options(sub)
         sub.add_argument("agent")
         sub.add_argument(extra, nargs="+")
     for verb in AGENT_VERBS:
-        sub = commands.add_parser(verb, help=f"{verb} an agent")
+        sub = session_verb(verb, help=f"{verb} an agent")
         _session_options(sub)
         sub.add_argument("agent")
-    promote = commands.add_parser("promote", help="promote a candidate to incumbent (git commit)")
+    promote = session_verb("promote", help="promote a candidate to incumbent (git commit)")
     _session_options(promote)
     promote.add_argument("candidate")
     return parser
