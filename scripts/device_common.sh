@@ -14,3 +14,10 @@ step() {
   echo "$name rc=$? wall_s=$(( $(date +%s) - start ))" | tee -a "$out/steps.txt"
   pack
 }
+# The loop's dependencies beyond the device's image (gitpython, openai and theirs) travel in .whl.
+install_wheels() {
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/*.whl || exit 1
+  export PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1 COLUMNS=200
+  qrsup=(python -m supervisor.cli)
+}

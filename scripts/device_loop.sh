@@ -6,11 +6,8 @@
 set -uo pipefail
 out=${1:?output directory}
 minutes=${2:-5}
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-  --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1 COLUMNS=200
-qrsup=(python -m supervisor.cli)
 source "$(dirname "$0")/device_common.sh"
+install_wheels
 { date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; git --version; } > "$out/env.txt" 2>&1
 [ -z "${ONLY_LOOP:-}" ] && step gpu_tests 100 python -m pytest -q -m gpu tests/test_fast_geqrf.py tests/test_profile.py
 [ -z "${ONLY_LOOP:-}" ] && step profile 90 "${qrsup[@]}" profile kernels/candidates/fast_geqrf.py --suite qr_v2 --spec 3 \

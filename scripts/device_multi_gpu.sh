@@ -7,11 +7,8 @@
 set -uo pipefail
 out=${1:?output directory}
 minutes=${2:-1}
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-  --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1 COLUMNS=200
-qrsup=(python -m supervisor.cli)
 source "$(dirname "$0")/device_common.sh"
+install_wheels
 { date -u; nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader; } > "$out/env.txt" 2>&1
 bench=("${qrsup[@]}" bench kernels/candidates/fast_geqrf.py --suite qr_v2 --rule quick)
 
