@@ -25,6 +25,7 @@ from agents.git_workspace import WorkspaceError, commit_to_branch, open_repo
 from agents.goals import parse_goal
 from agents.heartbeat import Heartbeat
 from agents.incumbent import Incumbent, bootstrap_incumbent
+from agents.phase_focus import latest_stage_shares
 from agents.proposal import Proposal, ProposalContext, ProposalFailure, Proposer
 from agents.recorder import IterationRecord, Recorder
 from agents.records import format_ms
@@ -157,12 +158,13 @@ class ResearchAgent:
         self._consult_advisor(context)
 
     def _context(self, iteration: int, incumbent: Incumbent) -> ProposalContext:
+        parent = self._parent_row(incumbent)
         return ProposalContext(
             agent=self.name,
             role=self.spec.role,
             goal=self.state.goal.text,
             iteration=iteration,
-            parent=self._parent_row(incumbent).as_parent(),
+            parent=parent.as_parent(),
             incumbent=incumbent.row.as_parent(),
             memory=self.store.outcomes(self.name, limit=MEMORY_SIZE),
             steering=tuple(self.state.steering),
@@ -170,6 +172,7 @@ class ResearchAgent:
             profile_summary=_read_text(self.paths.profile(self.name)),
             spec_labels=tuple(s.label for s in self.evaluator.suite.benchmarks),
             work_dir=self.paths.work(self.name),
+            stage_shares=latest_stage_shares(self.store.profiles(parent.id)),
         )
 
     def _propose(self, context: ProposalContext) -> Proposal | ProposalFailure:

@@ -51,6 +51,7 @@ class ProposalContext:
     profile_summary: str | None
     spec_labels: tuple[str, ...]
     work_dir: Path
+    stage_shares: dict[str, float] = field(default_factory=dict)  # the parent's, if profiled
 
 
 @dataclass(frozen=True)

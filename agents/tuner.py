@@ -1,8 +1,9 @@
 """The offline proposer: an evolutionary search over a family's declared config space.
 
 Each proposal starts from the parent's config point and either mutates one or two knobs of one
-class, choosing the class by how far the parent trails the best time seen on that class's specs,
-or recombines the parent with another strong point. Points already evaluated are never proposed
+class, choosing the class by how far the parent trails the best time seen on that class's specs
+and, within it, favouring knobs of the stage where the parent's profile spends its time, or
+recombines the parent with another strong point. Points already evaluated are never proposed
 again. Steering text may pin knobs (`panel_width=64`, `medium.update_warps=8`) or name a class
 to focus on. No network, no key.
 """
@@ -16,6 +17,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from agents.phase_focus import knob_stage
 from agents.proposal import Proposal, ProposalContext, ProposalFailure
 from agents.spaces import ConfigSpace, Point
 from kernels.suites import Spec
@@ -24,6 +26,7 @@ MAX_TRIES = 200
 CROSSOVER_PROBABILITY = 0.3
 JUMP_PROBABILITY = 0.2
 TOURNAMENT_SIZE = 3
+STAGE_WEIGHT = 3.0  # a knob's pick weight is 1 + STAGE_WEIGHT x its stage's share of the time
 _PIN = re.compile(r"([A-Za-z_][\w-]*(?:\.[A-Za-z_]\w*)?)\s*=\s*([\w.\-\"']+)")
 
 
@@ -69,7 +72,9 @@ class TunerProposer:
         pins, focus = self._steering(context.steering + context.advisor_ideas, choices)
         weights = self._class_weights(parent, samples, choices, focus)
         for _ in range(MAX_TRIES):
-            point, hypothesis = self._offspring(parent, samples, choices, weights)
+            point, hypothesis = self._offspring(
+                parent, samples, choices, weights, context.stage_shares
+            )
             point.update(pins)
             if pins:
                 hypothesis += f" (steered: {', '.join(f'{k}={v}' for k, v in pins.items())})"
@@ -88,6 +93,7 @@ class TunerProposer:
         samples: list[Sample],
         choices: dict[str, tuple[object, ...]],
         weights: dict[str, float],
+        shares: Mapping[str, float],
     ) -> tuple[Point, str]:
         if len(samples) >= 2 and self.rng.random() < CROSSOVER_PROBABILITY:
             mate = self._tournament(samples)
@@ -98,17 +104,21 @@ class TunerProposer:
             changed = [k for k in child if child[k] != parent[k]]
             if changed:
                 return child, f"recombine with a strong point ({', '.join(changed)})"
-        return self._mutate(parent, choices, weights)
+        return self._mutate(parent, choices, weights, shares)
 
     def _mutate(
-        self, parent: Point, choices: dict[str, tuple[object, ...]], weights: dict[str, float]
+        self,
+        parent: Point,
+        choices: dict[str, tuple[object, ...]],
+        weights: dict[str, float],
+        shares: Mapping[str, float],
     ) -> tuple[Point, str]:
         classes = list(weights)
         chosen_class = self.rng.choices(classes, weights=[weights[c] for c in classes])[0]
         knobs = [k for k in choices if k.split(".", 1)[0] == chosen_class and len(choices[k]) > 1]
         child = dict(parent)
         changes = []
-        for knob in self.rng.sample(knobs, k=min(len(knobs), self.rng.choice((1, 1, 2)))):
+        for knob in self._pick_knobs(knobs, shares, self.rng.choice((1, 1, 2))):
             values = choices[knob]
             old = parent[knob]
             index = values.index(old) if old in values else len(values) // 2
@@ -121,7 +131,25 @@ class TunerProposer:
                 new_index = self.rng.choice([i for i in range(len(values)) if i != index])
             child[knob] = values[new_index]
             changes.append(f"{knob}: {old} → {values[new_index]}")
-        return child, "; ".join(changes)
+        hypothesis = "; ".join(changes)
+        if shares:
+            stage = max(shares, key=shares.__getitem__)
+            hypothesis += f" (the parent's profile: {stage} {shares[stage]:.0%})"
+        return child, hypothesis
+
+    def _pick_knobs(self, knobs: list[str], shares: Mapping[str, float], count: int) -> list[str]:
+        """`count` distinct knobs, those of the stages that take the parent's time first."""
+        neutral = 1.0 / 3  # a knob of every stage counts as an average one
+        pool = {
+            k: 1.0 + STAGE_WEIGHT * (shares.get(knob_stage(k) or "", neutral) if shares else 0.0)
+            for k in knobs
+        }
+        picked = []
+        for _ in range(min(count, len(pool))):
+            knob = self.rng.choices(list(pool), weights=list(pool.values()))[0]
+            picked.append(knob)
+            del pool[knob]
+        return picked
 
     def _tournament(self, samples: list[Sample]) -> Sample:
         entrants = self.rng.sample(samples, k=min(TOURNAMENT_SIZE, len(samples)))

@@ -13,7 +13,7 @@ from kernels.suites import QR_V2, SMOKE
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def context(source: str, steering=(), ideas=()) -> ProposalContext:
+def context(source: str, steering=(), ideas=(), stage_shares=None) -> ProposalContext:
     parent = ParentCandidate("c-parent", source, "", "blocked_wy", None)
     return ProposalContext(
         agent="a1",
@@ -28,6 +28,7 @@ def context(source: str, steering=(), ideas=()) -> ProposalContext:
         profile_summary=None,
         spec_labels=(),
         work_dir=Path("."),
+        stage_shares=stage_shares or {},
     )
 
 

@@ -1,0 +1,58 @@
+"""Where the parent's time goes, by stage, and which knobs move each stage.
+
+The tuner mutates knobs of the stage that takes most of the parent's profiled time more often:
+a panel-bound candidate gains nothing from a new trailing-update tile shape. Stages come from the
+candidate's own phase marks (`kernels.phases`) or, where marks cannot see them (under a CUDA graph
+every kernel falls in the phase around the replay), from the kernels' names.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+
+from kernels.profiling.summary import ProfileSummary, profile_from_dict
+
+STAGES = ("panel", "T", "trailing")
+_NAME_STAGES = (
+    ("tfactor", "T"),
+    ("panel", "panel"),
+    ("update", "trailing"),
+    ("trailing", "trailing"),
+)
+
+
+def stage_shares(summary: ProfileSummary) -> dict[str, float]:
+    """Each stage's share of the profiled time that is attributed to a stage (sums to 1, or {})."""
+    figures = summary.figures
+    shares = {stage: figures.phases.get(stage, 0.0) for stage in STAGES}
+    if not any(shares.values()):
+        shares = dict.fromkeys(STAGES, 0.0)
+        for op in figures.top:
+            stage = _stage_named(op.name.lower())
+            if stage is not None:
+                shares[stage] += op.self_us
+    total = sum(shares.values())
+    return {stage: share / total for stage, share in shares.items()} if total > 0 else {}
+
+
+def latest_stage_shares(profiles: Sequence[sqlite3.Row]) -> dict[str, float]:
+    """The stage shares of a candidate's latest successful profile (store rows); {} if none."""
+    for row in reversed(profiles):
+        summary = profile_from_dict(json.loads(row["summary"])) if row["ok"] else None
+        if isinstance(summary, ProfileSummary):
+            return stage_shares(summary)
+    return {}
+
+
+def knob_stage(knob: str) -> str | None:
+    """`medium.update_block_m` → trailing, `all.t_method` → T; None for knobs of every stage."""
+    name = knob.split(".", 1)[-1]
+    if name.startswith("t_"):
+        return "T"
+    return _stage_named(name)
+
+
+def _stage_named(name: str) -> str | None:
+    return next((stage for word, stage in _NAME_STAGES if word in name), None)
