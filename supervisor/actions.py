@@ -137,17 +137,17 @@ def promote_candidate(
             return ActionResult(
                 False, f"{candidate_id} failed the judge ({candidate.verdict}); not promoted"
             )
-        device = session.agents[0].device if session.agents else "cpu"
-        evaluator = Evaluator(get_suite(session.suite), device, session.rule)
-        result = promote(
-            session.workspace,
-            fleet.paths,
-            store,
-            evaluator,
-            candidate_id,
-            by="human",
-            progress=progress,
-        )
+        with fleet.revalidation_device(candidate.agent) as device:
+            evaluator = Evaluator(get_suite(session.suite), device, session.rule)
+            result = promote(
+                session.workspace,
+                fleet.paths,
+                store,
+                evaluator,
+                candidate_id,
+                by="human",
+                progress=progress,
+            )
         return ActionResult(result.ok, result.message)
     finally:
         store.close()

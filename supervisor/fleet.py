@@ -12,7 +12,8 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -25,6 +26,9 @@ from kernels.judge.processes import kill_tree
 from supervisor.leases import GpuLeases, LeaseError, parse_gpus
 
 STALE_HEARTBEAT_S = 30.0
+
+
+REVALIDATION_HOLDER = "revalidation"  # the lease a person's promotion holds while it re-judges
 
 
 def cuda_device_count() -> int:
@@ -71,6 +75,27 @@ class Fleet:
         session = self.session
         gpus = parse_gpus(session.gpus or None, self._visible_gpus)
         return GpuLeases(self.paths.root, gpus, session.agents_per_gpu)
+
+    @contextmanager
+    def revalidation_device(self, beside: str) -> Iterator[str]:
+        """Where a person's promotion re-judges: a free GPU, leased while it runs; with none free,
+        the GPU of `beside` (the candidate's agent), so no other agent's judge is disturbed."""
+        device = self.session.agents[0].device if self.session.agents else "cpu"
+        leases = self.leases() if device == "cuda" else None
+        if leases is None or not leases.gpus:
+            yield device
+            return
+        try:
+            gpu = leases.acquire(REVALIDATION_HOLDER, os.getpid())
+        except LeaseError:
+            held = leases.holders()
+            shared = next((gpu for gpu, names in held.items() if beside in names), leases.gpus[0])
+            yield f"cuda:{shared}"
+            return
+        try:
+            yield f"cuda:{gpu}"
+        finally:
+            leases.release(REVALIDATION_HOLDER)
 
     @property
     def session(self) -> SessionConfig:

@@ -9,7 +9,7 @@ import psutil
 import pytest
 
 from agents.session import AgentSpec
-from supervisor.fleet import Fleet
+from supervisor.fleet import REVALIDATION_HOLDER, Fleet
 from supervisor.leases import GpuLeases, LeaseError, parse_gpus
 from tests.loop_helpers import make_session, wait_for
 
@@ -90,3 +90,31 @@ def test_fleet_leases_a_gpu_per_agent_and_a_kill_frees_it(tmp_path):
     finally:
         for name in ("g0", "g1"):
             fleet.kill(name)
+
+
+def test_a_persons_revalidation_takes_a_free_gpu_or_shares_the_candidates_agents(tmp_path):
+    agents = tuple(AgentSpec(f"g{i}", device="cuda", goal="geomean < 1ns") for i in range(2))
+    fleet = Fleet(make_session(tmp_path, agents), visible_gpus=lambda: 3)
+    leases = fleet.leases()
+    holders = [sleeper() for _ in range(3)]
+    try:
+        for name, proc in zip(("g0", "g1"), holders, strict=False):
+            leases.acquire(name, proc.pid)
+        with fleet.revalidation_device("g1") as device:
+            assert device == "cuda:2"  # the free one, leased while the revalidation runs
+            assert leases.holders()[2] == [REVALIDATION_HOLDER]
+        assert leases.holders()[2] == []
+        leases.acquire("g2", holders[2].pid)  # no GPU free now: share the candidate's agent's
+        with fleet.revalidation_device("g1") as device:
+            assert device == "cuda:1"
+        assert leases.holders() == {0: ["g0"], 1: ["g1"], 2: ["g2"]}
+    finally:
+        for proc in holders:
+            proc.kill()
+            proc.wait()
+
+
+def test_a_cpu_session_revalidates_on_the_cpu(tmp_path):
+    fleet = Fleet(make_session(tmp_path, (AgentSpec("a1", goal="geomean < 1ns"),)))
+    with fleet.revalidation_device("a1") as device:
+        assert device == "cpu"
