@@ -174,14 +174,18 @@ async def test_add_agent_starts_it_in_the_session(fleet):
 @pytest.mark.slow
 async def test_promote_asks_first_then_revalidates_and_commits(fleet):
     repo = git.Repo(fleet.paths.root.parent.parent)
-    before = repo.head.commit.hexsha
     async with app_on(fleet).run_test(size=(100, 30)) as pilot:
         app = pilot.app
         board = app.main.query_one(Leaderboard)
 
-        store = Store(fleet.paths.store)
-        incumbent = store.incumbent_id()
-        store.close()
+        def seeded_incumbent() -> str | None:
+            store = Store(fleet.paths.store)
+            try:
+                return store.incumbent_id()
+            finally:
+                store.close()
+
+        incumbent = await until(pilot, seeded_incumbent, BOUNDARY_S, "the incumbent's bootstrap")
 
         def passing():
             return [
@@ -192,6 +196,7 @@ async def test_promote_asks_first_then_revalidates_and_commits(fleet):
         (entry, *_) = await until(pilot, passing, 2 * BOUNDARY_S, "a passing candidate")
         board.focus()
         board.move_cursor(row=board.get_row_index(entry.id))
+        before = repo.head.commit.hexsha  # the incumbent's seed commit is made by then
         await pilot.press("P", "n")
         assert repo.head.commit.hexsha == before
         await pilot.press("P", "y")
