@@ -26,8 +26,9 @@ from agents.side_questions import SideAnswer
 from kernels.suites import get_suite
 from supervisor import actions
 from supervisor.actions import ActionResult
+from supervisor.board import read_diff
 from supervisor.fleet import Fleet
-from supervisor.watchers import DiffRead, read_diff
+from supervisor.messages import DiffRead
 from supervisor.widgets.add_agent_dialog import AddAgentDialog
 from supervisor.widgets.choice_dialog import Choice, ChoiceDialog
 from supervisor.widgets.format import ms

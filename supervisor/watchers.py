@@ -9,13 +9,10 @@ a process that died, CPU and memory, the GPUs.
 
 from __future__ import annotations
 
-import difflib
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from textual.message import Message
 from watchdog.events import (
     DirCreatedEvent,
     FileCreatedEvent,
@@ -28,17 +25,26 @@ from watchdog.observers import Observer
 from watchdog.observers.api import ObservedWatch
 
 from agents.session import RunPaths, SessionError
-from agents.store import CandidateRow, Store
+from supervisor.board import BoardReader
 from supervisor.event_tail import EventTail
-from supervisor.fleet import AgentStatus, Fleet
-from supervisor.gpu_stats import GpuReport, GpuStats
+from supervisor.fleet import Fleet
+from supervisor.gpu_stats import GpuStats
 from supervisor.leases import GpuLeases
-from supervisor.process_stats import ProcessStats, TreeLoad
+from supervisor.messages import (
+    AdvisorIdeas,
+    AgentCrashed,
+    AgentsSampled,
+    BoardRead,
+    GoalMet,
+    LogRead,
+    NewBest,
+    Post,
+    ProfileRead,
+)
+from supervisor.process_stats import ProcessStats
 
-Post = Callable[[Message], object]
 PROFILE_BYTES = 8192
 LOG_TAIL_BYTES = 256 * 1024
-RECENT_ITERATIONS = 64
 _ARRIVALS: list[type[FileSystemEvent]] = [FileMovedEvent, FileCreatedEvent]
 
 
@@ -92,225 +98,6 @@ class LogFollower:
             return []
         self.offset += end + 1
         return data[:end].decode(errors="replace").split("\n")
-
-
-@dataclass(frozen=True)
-class LeaderEntry:
-    """One candidate as the leaderboard shows it: full-suite figures, or its iteration's verdict."""
-
-    id: str
-    agent: str
-    role: str
-    family: str
-    hypothesis: str
-    parent_id: str | None
-    verdict: str
-    decision: str
-    geomean_ns: float | None
-    spec_means_ns: dict[int, float]
-    created_at: float
-
-
-@dataclass(frozen=True)
-class Board:
-    """The store's candidates, beam slots and incumbent at one moment."""
-
-    entries: tuple[LeaderEntry, ...] = ()
-    beam: tuple[tuple[str, str, float | None], ...] = ()
-    incumbent_id: str | None = None
-    incumbent_commit: str | None = None
-    incumbent_geomean_ns: float | None = None
-    spec_labels: tuple[str, ...] = ()
-
-    def best(self) -> LeaderEntry | None:
-        passing = [e for e in self.entries if e.verdict == "pass" and e.geomean_ns is not None]
-        return min(passing, key=lambda e: e.geomean_ns or 0.0, default=None)
-
-    def best_over_time(self) -> list[float]:
-        """The best passing geomean after each passing candidate, in the order they were made."""
-        series: list[float] = []
-        for entry in sorted(self.entries, key=lambda e: e.created_at):
-            if entry.verdict == "pass" and entry.geomean_ns is not None:
-                series.append(min(entry.geomean_ns, series[-1]) if series else entry.geomean_ns)
-        return series
-
-
-class BoardReader:
-    """Reads the store incrementally: only candidates of iterations recorded since the last read."""
-
-    def __init__(self, store_path: Path, spec_labels: tuple[str, ...]) -> None:
-        self.store_path = store_path
-        self.spec_labels = spec_labels
-        self.last: Board | None = None
-        self._store: Store | None = None
-        self._entries: dict[str, LeaderEntry] = {}
-        self._since = 0.0
-
-    def read(self) -> Board:
-        """Open the store on first use: SQLite connections belong to the thread that opened them."""
-        store = self._store = self._store or Store(self.store_path)
-        rows = store.iterations(limit=RECENT_ITERATIONS if self._since else None)
-        fresh = [r for r in rows if r["created_at"] > self._since]
-        if self._since and len(fresh) == RECENT_ITERATIONS:
-            fresh = [r for r in store.iterations() if r["created_at"] > self._since]
-        for row in reversed(fresh):
-            if row["candidate_id"] and row["outcome"] != "duplicate":
-                self._load(store, row["candidate_id"], row["outcome"], row["decision"])
-            self._since = max(self._since, row["created_at"])
-        beam = store.beam()
-        promotions = store.promotions()
-        incumbent = promotions[-1] if promotions else None
-        held = [r["candidate_id"] for r in beam.values()]
-        for candidate_id in [*held, *([incumbent["candidate_id"]] if incumbent else [])]:
-            known = self._entries.get(candidate_id)
-            if known is None or known.geomean_ns is None:  # the incumbent is evaluated after
-                self._load(store, candidate_id, "", "")
-        incumbent_entry = self._entries.get(incumbent["candidate_id"]) if incumbent else None
-        self.last = Board(
-            entries=tuple(self._entries.values()),
-            beam=tuple((role, r["candidate_id"], r["geomean_ns"]) for role, r in beam.items()),
-            incumbent_id=incumbent["candidate_id"] if incumbent else None,
-            incumbent_commit=incumbent["commit_sha"] if incumbent else None,
-            incumbent_geomean_ns=(incumbent["geomean_ns"] if incumbent else None)
-            or (incumbent_entry.geomean_ns if incumbent_entry else None),
-            spec_labels=self.spec_labels,
-        )
-        return self.last
-
-    def close(self) -> None:
-        if self._store is not None:
-            self._store.close()
-
-    def _load(self, store: Store, candidate_id: str, outcome: str, decision: str) -> None:
-        row = store.candidate(candidate_id)
-        if row is not None:
-            self._entries[candidate_id] = _entry(row, outcome, decision)
-
-
-def _entry(row: CandidateRow, outcome: str, decision: str) -> LeaderEntry:
-    return LeaderEntry(
-        id=row.id,
-        agent=row.agent,
-        role=row.role,
-        family=row.family,
-        hypothesis=row.hypothesis,
-        parent_id=row.parent_id,
-        verdict=row.verdict or outcome or "pending",
-        decision=decision,
-        geomean_ns=row.geomean_ns,
-        spec_means_ns=dict(row.spec_means_ns or {}),
-        created_at=row.created_at,
-    )
-
-
-@dataclass
-class LogRead(Message, bubble=False):
-    """Lines of the followed agent's log; `fresh` when they replace what was shown."""
-
-    agent: str
-    lines: list[str]
-    fresh: bool
-
-
-@dataclass
-class ProfileRead(Message, bubble=False):
-    """The followed agent's latest profile summary, or None when it has none yet."""
-
-    agent: str
-    text: str | None
-
-    def can_replace(self, message: Message) -> bool:
-        return isinstance(message, ProfileRead)
-
-
-@dataclass
-class BoardRead(Message, bubble=False):
-    """The store's candidates, beam and incumbent, as of now."""
-
-    board: Board
-
-    def can_replace(self, message: Message) -> bool:
-        return isinstance(message, BoardRead)
-
-
-@dataclass
-class AgentsSampled(Message, bubble=False):
-    """Every agent's status and process load, the GPUs and their leases, as of now."""
-
-    statuses: tuple[AgentStatus, ...]
-    loads: dict[str, TreeLoad]
-    gpus: GpuReport
-    leases: dict[int, list[str]] = field(default_factory=dict)
-
-    def can_replace(self, message: Message) -> bool:
-        return isinstance(message, AgentsSampled)
-
-
-@dataclass
-class NewBest(Message, bubble=False):
-    """A passing candidate beat every candidate before it."""
-
-    entry: LeaderEntry
-    previous_ns: float | None
-
-
-@dataclass
-class AgentCrashed(Message, bubble=False):
-    """An agent died without being told to."""
-
-    agent: str
-    detail: str
-
-
-@dataclass
-class GoalMet(Message, bubble=False):
-    """An agent met its goal and now idles."""
-
-    agent: str
-    goal: str
-    candidate_id: str
-
-
-@dataclass
-class AdvisorIdeas(Message, bubble=False):
-    """The advisor queued ideas for an agent."""
-
-    agent: str
-    source: str
-    ideas: list[str] = field(default_factory=list)
-
-
-@dataclass
-class DiffRead(Message, bubble=False):
-    """A candidate's source as a unified diff against its parent's."""
-
-    candidate_id: str
-    parent_id: str | None
-    diff: str
-
-    def can_replace(self, message: Message) -> bool:
-        return isinstance(message, DiffRead)
-
-
-def read_diff(store_path: Path, candidate_id: str) -> DiffRead:
-    """Read both sources from the store (on the caller's thread) and diff them."""
-    store = Store(store_path)
-    try:
-        row = store.candidate(candidate_id)
-        parent = store.candidate(row.parent_id) if row and row.parent_id else None
-    finally:
-        store.close()
-    if row is None:
-        return DiffRead(candidate_id, None, "")
-    lines = difflib.unified_diff(
-        parent.source.splitlines() if parent else [],
-        row.source.splitlines(),
-        fromfile=row.parent_id or "(no parent)",
-        tofile=candidate_id,
-        n=2,
-        lineterm="",
-    )
-    return DiffRead(candidate_id, row.parent_id, "\n".join(lines))
 
 
 class _Changes(FileSystemEventHandler):

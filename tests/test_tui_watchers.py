@@ -14,23 +14,20 @@ import pytest
 from agents.heartbeat import Beat, write_beat
 from agents.records import append_event
 from agents.store import CandidateRow, Store
+from supervisor.board import BoardReader, read_diff
 from supervisor.gpu_stats import GpuReport, GpuSample, GpuStats
 from supervisor.leases import GpuLeases
-from supervisor.process_stats import ProcessStats, TreeLoad
-from supervisor.watchers import (
+from supervisor.messages import (
     AdvisorIdeas,
     AgentCrashed,
     AgentsSampled,
     BoardRead,
-    BoardReader,
-    FleetSampler,
     GoalMet,
-    LogFollower,
     LogRead,
     NewBest,
-    RunWatcher,
-    read_diff,
 )
+from supervisor.process_stats import ProcessStats, TreeLoad
+from supervisor.watchers import FleetSampler, LogFollower, RunWatcher
 from supervisor.widgets.stats_panel import stats_text
 from tests.loop_helpers import wait_for
 from tests.tui_sessions import T0, frozen_session

@@ -9,8 +9,8 @@ from agents.session import AgentSpec, RunPaths, SessionConfig, save_session
 from agents.store import CandidateRow, Store
 from supervisor.fleet import AgentStatus
 from supervisor.gpu_stats import GpuReport
+from supervisor.messages import AgentsSampled
 from supervisor.process_stats import TreeLoad
-from supervisor.watchers import AgentsSampled
 from tests.loop_helpers import TINY_SUITE
 
 T0 = 1_790_000_000.0  # fixed creation times: the leaderboard shows them

@@ -7,7 +7,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Sparkline, Static
 
-from supervisor.watchers import Board
+from supervisor.board import Board
 from supervisor.widgets.format import ms
 
 

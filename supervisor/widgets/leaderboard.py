@@ -12,7 +12,7 @@ from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.widgets import DataTable
 
-from supervisor.watchers import Board, LeaderEntry
+from supervisor.board import Board, LeaderEntry
 from supervisor.widgets.format import VERDICT_STYLES, ms, styled
 
 SortValue = Callable[[LeaderEntry], object]

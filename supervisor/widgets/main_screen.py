@@ -15,20 +15,19 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer
 
 from agents.session import RunPaths
+from supervisor.board import LeaderEntry
 from supervisor.fleet import AgentStatus
-from supervisor.watchers import (
+from supervisor.messages import (
     AdvisorIdeas,
     AgentCrashed,
     AgentsSampled,
     BoardRead,
-    FleetSampler,
     GoalMet,
-    LeaderEntry,
     LogRead,
     NewBest,
     ProfileRead,
-    RunWatcher,
 )
+from supervisor.watchers import FleetSampler, RunWatcher
 from supervisor.widgets.agent_list import AgentList
 from supervisor.widgets.beam_panel import BeamPanel
 from supervisor.widgets.format import ms
