@@ -14,7 +14,8 @@ step() {
   echo "$name rc=$? wall_s=$(( $(date +%s) - start ))" | tee -a "$out/steps.txt"
   pack
 }
-# The loop's dependencies beyond the device's image (gitpython, openai and theirs) travel in .whl.
+# The loop's dependencies beyond the device's image (gitpython, openai and theirs) travel in .whl
+# (`bash scripts/fetch_device_wheels.sh` fills it).
 install_wheels() {
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target /tmp/site .whl/*.whl || exit 1
