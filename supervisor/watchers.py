@@ -26,7 +26,7 @@ from watchdog.observers.api import ObservedWatch
 
 from agents.session import RunPaths, SessionError
 from supervisor.board import BoardReader
-from supervisor.event_tail import EventTail
+from supervisor.event_tail import EventTail, read_complete_lines
 from supervisor.fleet import Fleet
 from supervisor.gpu_stats import GpuStats
 from supervisor.leases import GpuLeases
@@ -87,17 +87,8 @@ class LogFollower:
             return 0
 
     def _read(self, size: int) -> list[str]:
-        try:
-            with self.path.open("rb") as handle:
-                handle.seek(self.offset)
-                data = handle.read(size - self.offset)
-        except OSError:
-            return []
-        end = data.rfind(b"\n")
-        if end < 0:
-            return []
-        self.offset += end + 1
-        return data[:end].decode(errors="replace").split("\n")
+        lines, self.offset = read_complete_lines(self.path, self.offset, size - self.offset)
+        return [line.decode(errors="replace") for line in lines]
 
 
 class _Changes(FileSystemEventHandler):
