@@ -30,7 +30,7 @@ from supervisor.process_stats import ProcessStats, TreeLoad
 from supervisor.watchers import FleetSampler, LogFollower, RunWatcher
 from supervisor.widgets.stats_panel import stats_text
 from tests.loop_helpers import wait_for
-from tests.tui_sessions import T0, frozen_session
+from tests.tui_sessions import T0, add_full_pass, frozen_session
 
 
 def test_log_follower_holds_only_the_tail_of_a_huge_log(tmp_path):
@@ -78,14 +78,9 @@ def test_board_reader_reads_only_iterations_recorded_since_its_last_read(tmp_pat
     assert first.incumbent_commit == "0123456789abcdef"
     assert dict((role, cid) for role, cid, _ in first.beam)["exploit"] == "c-1a2b3c4d5e"
     monkeypatch.setattr(Store, "candidates", lambda self: pytest.fail("read every candidate"))
-    store = Store(paths.store)
     row = CandidateRow("c-new", "hash-new", "x = 1\n", "c-1a2b3c4d5e", "a2", "near-miss",
                        "blocked_wy", "faster", None, T0 + 900)  # fmt: skip
-    store.add_candidate(row)
-    report = {"verdict": "pass", "geomean_ns": 1000.0, "reason": ""}
-    store.add_evaluation("c-new", "a2", 9, "full", report, {0: 1000.0, 1: 1000.0})
-    store.record_iteration("a2", 9, "c-new", "pass", "beam near-miss", "faster", "", 1000.0, {})
-    store.close()
+    add_full_pass(paths, row, 9, 1000.0, "beam near-miss")
     second = reader.read()
     reader.close()
     assert second.best() is not None and second.best().id == "c-new"
@@ -216,14 +211,9 @@ def test_run_watcher_sends_the_followed_log_and_the_records_an_agent_beats_after
         append_event(paths.events("a1"), {"event": "advisor", "source": "playbook", "ideas": ["i"]})
         write_beat(paths.heartbeat("a1"), Beat(0, "idle", 3, time.time()))
         assert _next(posted, AdvisorIdeas).ideas == ["i"]
-        store = Store(paths.store)
         row = CandidateRow("c-fast", "hash-fast", "y = 2\n", "c-incumbent", "a1", "exploit",
                            "blocked_wy", "fast", None, T0 + 999)  # fmt: skip
-        store.add_candidate(row)
-        report = {"verdict": "pass", "geomean_ns": 10.0, "reason": ""}
-        store.add_evaluation("c-fast", "a1", 7, "full", report, {0: 10.0, 1: 10.0})
-        store.record_iteration("a1", 7, "c-fast", "pass", "beam exploit", "fast", "", 10.0, {})
-        store.close()
+        add_full_pass(paths, row, 7, 10.0, "beam exploit")
         best = _next(posted, NewBest)
         assert best.entry.id == "c-fast" and best.previous_ns is not None
     finally:

@@ -101,6 +101,24 @@ def frozen_session(tmp_path: Path) -> RunPaths:
     return paths
 
 
+def add_full_pass(
+    paths: RunPaths, row: CandidateRow, iteration: int, geomean_ns: float, decision: str
+) -> None:
+    """A candidate passing the full suite (`geomean_ns` on each spec), as an agent records it."""
+    store = Store(paths.store)
+    try:
+        store.add_candidate(row)
+        report = {"verdict": "pass", "geomean_ns": geomean_ns, "reason": ""}
+        store.add_evaluation(
+            row.id, row.agent, iteration, "full", report, {0: geomean_ns, 1: geomean_ns}
+        )
+        store.record_iteration(
+            row.agent, iteration, row.id, "pass", decision, row.hypothesis, "", geomean_ns, {}
+        )
+    finally:
+        store.close()
+
+
 def frozen_sample() -> AgentsSampled:
     """What the fleet sampler would say, with no clock or process in it."""
     states = (
