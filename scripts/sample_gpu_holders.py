@@ -1,45 +1,43 @@
 """Every half second, which agents' processes use each GPU and which agents lease it (JSON lines).
 
 Usage: python scripts/sample_gpu_holders.py RUN_DIR OUT.jsonl — runs until killed. Used on a
-multi-GPU host to check that no two judges share a GPU unless sharing was asked for.
+multi-GPU host to check that no two judges share a GPU unless sharing was asked for. The samples
+are the TUI's own (its fleet sampler), written down instead of shown.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+import threading
 import time
 from pathlib import Path
 
-from agents.session import RunPaths, SessionError
-from supervisor.fleet import Fleet
-from supervisor.gpu_stats import GpuStats
-from supervisor.process_stats import ProcessStats
+from textual.message import Message
+
+from agents.session import RunPaths
+from supervisor.messages import AgentsSampled
+from supervisor.watchers import FleetSampler
 
 
 def main(run_dir: Path, out: Path) -> None:
-    gpus, processes = GpuStats(), ProcessStats()
     with out.open("a") as sink:
-        while True:
-            try:
-                fleet = Fleet(RunPaths(run_dir))
-                statuses = fleet.statuses()
-                leases = fleet.leases().holders()
-            except (SessionError, OSError):
-                time.sleep(0.5)
-                continue
-            loads = processes.sample({s.name: s.pid for s in statuses})
-            trees = {name: load.pids for name, load in loads.items()}
-            report = gpus.sample()
+
+        def write(message: Message) -> None:
+            if not isinstance(message, AgentsSampled):
+                return
+            trees = {name: load.pids for name, load in message.loads.items()}
             line = {
                 "t": round(time.time(), 2),
-                "using": {g.index: list(g.holders(trees)) for g in report.gpus},
-                "leased": leases,
-                "note": report.note,
+                "using": {gpu.index: list(gpu.holders(trees)) for gpu in message.gpus.gpus},
+                "leased": message.leases,
+                "note": message.gpus.note,
             }
             sink.write(json.dumps(line) + "\n")
             sink.flush()
-            time.sleep(0.5)
+
+        FleetSampler(RunPaths(run_dir), write, interval_s=0.5, min_gap_s=0.0).start()
+        threading.Event().wait()
 
 
 if __name__ == "__main__":
