@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from agents.phase_focus import knob_stage
+from agents.phase_focus import STAGES, knob_stage
 from agents.proposal import Proposal, ProposalContext, ProposalFailure
 from agents.spaces import ConfigSpace, Point
 from kernels.suites import Spec
@@ -139,7 +139,7 @@ class TunerProposer:
 
     def _pick_knobs(self, knobs: list[str], shares: Mapping[str, float], count: int) -> list[str]:
         """`count` distinct knobs, those of the stages that take the parent's time first."""
-        neutral = 1.0 / 3  # a knob of every stage counts as an average one
+        neutral = 1.0 / len(STAGES)  # a knob of every stage counts as an average one
         pool = {
             k: 1.0 + STAGE_WEIGHT * (shares.get(knob_stage(k) or "", neutral) if shares else 0.0)
             for k in knobs
