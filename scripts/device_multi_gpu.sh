@@ -1,40 +1,48 @@
 #!/usr/bin/env bash
-# One call on a two-GPU host (issue 7), each step's output packed as it lands: the shipped kernel
-# benched on GPU 0 alone (filling Triton's cache), on GPU 1 alone (per-GPU agreement), on both
-# at once (throughput ratio), then headless tuner loops of MINUTES each, one agent on GPU 0 and two
-# agents on --gpus 0,1 (loop-level scaling), while a sampler records which agents' processes use
-# each GPU and which agents lease it. About 6 + 2 x MINUTES minutes of device time.
-# Usage: device_multi_gpu.sh OUT [MINUTES]; the loop's wheels travel in .whl.
+# Device calls for issue 7, each step's output packed as it lands. Steps:
+#   alone_gpu0, alone_gpu1  the shipped kernel benched alone on one GPU (the first fills Triton's cache)
+#   again_gpu0              the same bench on GPU 0 again: the run-to-run noise of one GPU
+#   pair                    the bench on GPUs 0 and 1 at once: the judge's throughput ratio
+#   loop_one                a headless tuner loop of MINUTES, one agent on GPU 0
+#   loop_two                two agents on --gpus 0,1: loop-level scaling, no GPU shared
+#   loop_shared             two agents on GPU 0 with --agents-per-gpu 2: sharing when asked
+# A sampler records, during each loop, which agents' processes use each GPU and which lease it.
+# Usage: device_multi_gpu.sh OUT MINUTES [STEP...]; with no STEP, the plan for the GPUs visible.
+# A call runs at most 10 minutes: a loop step takes about MINUTES + 1.5 minutes, a bench 0.5-1.
+# The loop's wheels travel in .whl.
 set -uo pipefail
 out=${1:?output directory}
-minutes=${2:-1}
+minutes=${2:?minutes per loop}
+shift 2
 source "$(dirname "$0")/device_common.sh"
 install_wheels
 { date -u; nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader; } > "$out/env.txt" 2>&1
 bench=("${qrsup[@]}" bench kernels/candidates/fast_geqrf.py --suite qr_v2 --rule quick)
 
-pair() {  # pair NAME: the same bench on GPU 0 and GPU 1 at once
+alone() {  # alone NAME GPU
+  step "$1" 150 "${bench[@]}" --device "cuda:$2" --json "$out/$1.json"
+}
+
+pair() {  # the same bench on GPU 0 and GPU 1 at once
   local start; start=$(date +%s)
-  "${bench[@]}" --device cuda:0 --json "$out/$1_gpu0.json" > "$out/$1_gpu0.txt" 2>&1 &
-  "${bench[@]}" --device cuda:1 --json "$out/$1_gpu1.json" > "$out/$1_gpu1.txt" 2>&1 &
+  "${bench[@]}" --device cuda:0 --json "$out/pair_gpu0.json" > "$out/pair_gpu0.txt" 2>&1 &
+  "${bench[@]}" --device cuda:1 --json "$out/pair_gpu1.json" > "$out/pair_gpu1.txt" 2>&1 &
   wait
-  echo "$1 wall_s=$(( $(date +%s) - start ))" | tee -a "$out/steps.txt"
+  echo "pair wall_s=$(( $(date +%s) - start ))" | tee -a "$out/steps.txt"
   pack
 }
 
-step alone_gpu0 120 "${bench[@]}" --device cuda:0 --json "$out/alone_gpu0.json"
-step alone_gpu1 120 "${bench[@]}" --device cuda:1 --json "$out/alone_gpu1.json"
-pair pair
-loop() {  # loop NAME AGENTS GPUS: a headless tuner session, its GPU holders sampled meanwhile
-  local workspace=/tmp/qrsup-$1 runs
+loop() {  # loop NAME AGENTS GPUS [RUN OPTION...]: a headless tuner session, its GPU holders sampled
+  local name=$1 agents=$2 gpus=$3 workspace=/tmp/qrsup-$1 runs
+  shift 3
   runs=$workspace/runs/default
   mkdir -p "$runs"
-  python scripts/sample_gpu_holders.py "$runs" "$out/$1_holders.jsonl" &
+  python scripts/sample_gpu_holders.py "$runs" "$out/${name}_holders.jsonl" &
   local sampler=$!
-  step "$1" $(( minutes * 60 + 150 )) "${qrsup[@]}" run --headless --agents "$2" --gpus "$3" \
-    --budget "${minutes}m" --workspace "$workspace" --init
+  step "$name" $(( minutes * 60 + 150 )) "${qrsup[@]}" run --headless --agents "$agents" --gpus "$gpus" \
+    --budget "${minutes}m" --workspace "$workspace" --init "$@"
   kill "$sampler"
-  python - "$runs/store.sqlite" > "$out/$1_summary.json" <<'PY'
+  python - "$runs/store.sqlite" > "$out/${name}_summary.json" <<'PY'
 import json, sys
 from collections import Counter
 from pathlib import Path
@@ -46,12 +54,33 @@ print(json.dumps({
     "by_agent": Counter(r["agent"] for r in rows),
     "first_s": min(r["created_at"] for r in rows),
     "last_s": max(r["created_at"] for r in rows),
+    "reports": [{"agent": r["agent"], "candidate": r["candidate_id"], "report": json.loads(r["report"])}
+                for r in rows],
 }))
 PY
-  cp "$workspace/log.md" "$out/$1_log.md" 2>/dev/null
+  cp "$workspace/log.md" "$out/${name}_log.md" 2>/dev/null
   pack
 }
 
-loop loop_one 1 0
-loop loop_two 2 0,1
-cat "$out/steps.txt" "$out"/loop_*_summary.json
+run_step() {
+  case $1 in
+    alone_gpu0) alone alone_gpu0 0 ;;
+    alone_gpu1) alone alone_gpu1 1 ;;
+    again_gpu0) alone again_gpu0 0 ;;
+    pair) pair ;;
+    loop_one) loop loop_one 1 0 ;;
+    loop_two) loop loop_two 2 0,1 ;;
+    loop_shared) loop loop_shared 2 0 --agents-per-gpu 2 ;;
+    *) echo "unknown step: $1" >&2; exit 2 ;;
+  esac
+}
+
+if [ $# -eq 0 ]; then
+  if [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
+    set -- alone_gpu0 alone_gpu1 pair loop_one loop_two
+  else
+    set -- alone_gpu0 again_gpu0 loop_one loop_shared
+  fi
+fi
+for name in "$@"; do run_step "$name"; done
+cat "$out/steps.txt"
