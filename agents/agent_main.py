@@ -55,7 +55,8 @@ def main(argv: list[str] | None = None) -> int:
     paths.pid_file(name).write_text(str(os.getpid()))
     store = Store(paths.store)
     try:
-        evaluator = Evaluator(get_suite(session.suite), device, session.rule)
+        turns = paths.device_turns(device)
+        evaluator = Evaluator(get_suite(session.suite), device, session.rule, turns)
         proposer = build_proposer(spec, session, store)
         advisor = build_advisor(spec, session, paths)
         agent = ResearchAgent(paths, session, spec, store, proposer, evaluator, advisor)

@@ -63,13 +63,29 @@ class Comparison:
 
 
 class Evaluator:
-    """Runs the stages for one suite and device."""
+    """Runs the stages for one suite and device.
 
-    def __init__(self, suite: Suite, device: str, rule: str) -> None:
+    `device_turns` is the file through which the judges of one GPU take turns on it.
+    """
+
+    def __init__(
+        self, suite: Suite, device: str, rule: str, device_turns: Path | None = None
+    ) -> None:
         self.suite = suite
         self.device = device
         self.rule = rule
+        self.device_turns = device_turns
         self.quick_indices = list(range(0, len(suite.benchmarks), 2))
+
+    def _config(self, suite: Suite, mode: str, rule: str, seed: int | None = None) -> JudgeConfig:
+        return JudgeConfig(
+            suite=suite,
+            mode=mode,
+            device=self.device,
+            rule=rule,
+            seed=seed,
+            device_turns=self.device_turns,
+        )
 
     def quick(self, path: Path, progress: Progress | None = None) -> StageResult:
         subset = Suite(
@@ -77,8 +93,7 @@ class Evaluator:
             tests=self.suite.tests,
             benchmarks=tuple(self.suite.benchmarks[i] for i in self.quick_indices),
         )
-        config = JudgeConfig(suite=subset, mode="all", device=self.device, rule="quick")
-        report = evaluate(path, config, progress)
+        report = evaluate(path, self._config(subset, "all", "quick"), progress)
         means = {self.quick_indices[i]: m for i, m in report.spec_means_ns().items()}
         return StageResult("quick", report, means)
 
@@ -86,21 +101,12 @@ class Evaluator:
         self, path: Path, progress: Progress | None = None, seed: int | None = None
     ) -> StageResult:
         suite = Suite(name=self.suite.name, tests=(), benchmarks=self.suite.benchmarks)
-        config = JudgeConfig(
-            suite=suite, mode="bench", device=self.device, rule=self.rule, seed=seed
-        )
-        report = evaluate(path, config, progress)
+        report = evaluate(path, self._config(suite, "bench", self.rule, seed), progress)
         return StageResult("full", report, report.spec_means_ns())
 
     def revalidate(self, path: Path, progress: Progress | None = None) -> StageResult:
         """Every test and benchmark spec on a fresh secret seed: the gate before a promotion."""
-        config = JudgeConfig(
-            suite=self.suite,
-            mode="all",
-            device=self.device,
-            rule=self.rule,
-            seed=secrets.randbits(31),
-        )
+        config = self._config(self.suite, "all", self.rule, secrets.randbits(31))
         report = evaluate(path, config, progress)
         return StageResult("revalidate", report, report.spec_means_ns())
 

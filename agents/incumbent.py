@@ -15,12 +15,12 @@ from agents.git_workspace import (
     open_repo,
     read_incumbent,
 )
-from agents.locks import file_lock
 from agents.records import AgentLog
 from agents.session import RunPaths, SessionConfig
 from agents.spaces import space_for
 from agents.store import CandidateRow, Store
 from agents.tuner import source_hash
+from kernels.judge.locks import file_lock
 from kernels.timing import geomean
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

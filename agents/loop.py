@@ -257,6 +257,7 @@ class ResearchAgent:
             index,
             rule=self.evaluator.rule,
             trace_out=trace_path_for(path),
+            device_turns=self.evaluator.device_turns,
         )
         seconds = time.monotonic() - started
         ok = isinstance(result, ProfileSummary)
@@ -353,9 +354,10 @@ class ResearchAgent:
 
     def _progress(self, stage: str) -> Callable[[dict], None]:
         def report(frame: dict) -> None:
+            where = frame.get("phase", "")
             if "index" in frame:
-                done = f"{frame['phase']} {frame['index'] + 1}/{frame['total']}"
-                self.heartbeat.update(detail=f"{stage}: {done}")
+                where = f"{where} {frame['index'] + 1}/{frame['total']}"
+            self.heartbeat.update(detail=f"{stage}: {where}")
 
         return report
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 from agents.evaluation import Evaluator, StageResult
 from agents.git_workspace import WorkspaceError, check_promotable, commit_incumbent, open_repo
-from agents.locks import file_lock
 from agents.records import append_atomically, format_ms, timestamp
 from agents.session import RunPaths
 from agents.store import Store
+from kernels.judge.locks import file_lock
 
 Progress = Callable[[dict], None]
 

@@ -39,6 +39,8 @@ loop() {  # loop NAME AGENTS GPUS [RUN OPTION...]: a headless tuner session, its
   mkdir -p "$runs"
   python scripts/sample_gpu_holders.py "$runs" "$out/${name}_holders.jsonl" &
   local sampler=$!
+  sleep 3
+  kill -0 "$sampler" 2>/dev/null || echo "$name: the holder sampler died, see the call's output" | tee -a "$out/steps.txt"
   step "$name" $(( minutes * 60 + 150 )) "${qrsup[@]}" run --headless --agents "$agents" --gpus "$gpus" \
     --budget "${minutes}m" --workspace "$workspace" --init "$@"
   kill "$sampler"

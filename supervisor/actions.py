@@ -138,7 +138,8 @@ def promote_candidate(
                 False, f"{candidate_id} failed the judge ({candidate.verdict}); not promoted"
             )
         with fleet.revalidation_device(candidate.agent) as device:
-            evaluator = Evaluator(get_suite(session.suite), device, session.rule)
+            turns = fleet.paths.device_turns(device)
+            evaluator = Evaluator(get_suite(session.suite), device, session.rule, turns)
             result = promote(
                 session.workspace,
                 fleet.paths,

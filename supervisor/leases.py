@@ -14,7 +14,7 @@ from pathlib import Path
 
 import psutil
 
-from agents.locks import file_lock
+from kernels.judge.locks import file_lock
 
 
 class LeaseError(RuntimeError):

@@ -38,6 +38,17 @@ def descendants(pid: int) -> list[psutil.Process]:
         return []
 
 
+def marked_children(name: str, value: str) -> list[psutil.Process]:
+    """Our children whose environment holds `name=value`: one judge run's orphans, re-parented to
+    us, and not the children other threads of this process started meanwhile (a TUI's agents)."""
+    found = []
+    for child in psutil.Process().children():
+        with contextlib.suppress(psutil.Error):
+            if child.environ().get(name) == value:
+                found.append(child)
+    return found
+
+
 def kill_processes(processes: list[psutil.Process]) -> None:
     """SIGKILL each process and its process group (never our own group), then reap them."""
     own_group = os.getpgrp()

@@ -21,10 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import psutil
-
 from kernels.judge.environment import judged_environment
-from kernels.judge.processes import become_subreaper, kill_processes, kill_tree
+from kernels.judge.processes import become_subreaper, kill_processes, kill_tree, marked_children
 from kernels.judge.protocol import ChannelClosed, ChannelTimeout, LineReader, ProtocolError, verify
 from kernels.judge.report import JudgeReport
 from kernels.judge.static_checks import check_candidate_file
@@ -32,6 +30,7 @@ from kernels.suites import Spec, Suite
 from kernels.timing import STOPPING_RULES
 
 OUTPUT_HEAD_CHARS = 4000
+RUN_MARK = "QRSUP_JUDGE_RUN"  # an environment variable naming the judge run a process belongs to
 OUTPUT_TAIL_CHARS = 12000
 
 Progress = Callable[[dict], None]
@@ -71,6 +70,7 @@ class JudgeConfig:
     memory_limit_bytes: int = 16 * 2**30
     forbidden_words: tuple[str, ...] = ("stream",)
     timeouts: Timeouts = field(default_factory=Timeouts)
+    device_turns: Path | None = None  # shared by the judges of one GPU (kernels.judge.device_turns)
 
     def __post_init__(self) -> None:
         if self.mode not in ("test", "bench", "all"):
@@ -162,10 +162,11 @@ def _run_referee(
         "recheck": config.recheck,
         "memory_limit_bytes": config.memory_limit_bytes,
         "timeouts": config.timeouts.to_dict(),
+        "device_turns": str(config.device_turns) if config.device_turns else None,
         "tests": [_spec_dict(s) for s in tests],
         "benchmarks": [_spec_dict(s) for s in benchmarks],
     }
-    children_before = {p.pid for p in psutil.Process().children()}
+    run_mark = secrets.token_hex(8)  # inherited by the referee's descendants, escapees included
     report_read, report_write = os.pipe()
     referee_log = open(work_dir / "referee.log", "wb")  # noqa: SIM115 - closed below
     started = time.monotonic()
@@ -176,7 +177,7 @@ def _run_referee(
         stderr=subprocess.STDOUT,
         pass_fds=(report_write,),
         start_new_session=True,
-        env=judged_environment(os.environ, config.device),
+        env={**judged_environment(os.environ, config.device), RUN_MARK: run_mark},
     )
     os.close(report_write)
     try:
@@ -191,8 +192,7 @@ def _run_referee(
         kill_tree(proc.pid)
         proc.wait()
         referee_log.close()
-        leftovers = [p for p in psutil.Process().children() if p.pid not in children_before]
-        kill_processes(leftovers)
+        kill_processes(marked_children(RUN_MARK, run_mark))
     if result is None:
         code = proc.returncode
         log = _read_output(work_dir / "referee.log")

@@ -1,0 +1,42 @@
+"""Judges that share one GPU take turns on it.
+
+Two judges on one GPU slow each other's timed windows and stretch each other's input preparation,
+which the timing-integrity gate cannot tell from work hidden on a side stream: honest candidates
+fail it. So a referee given a turn file holds an exclusive lock on it whenever its contestant
+works on the device (calibration and loading, then each spec), and gives the turn up between
+specs. What needs no GPU (starting processes, static checks, proposing) still overlaps.
+
+The file lives in the session's run directory and reaches only the referee; a contestant that
+found and held it would only stall its neighbours until its own judge ends and it is killed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from kernels.judge.locks import file_lock
+
+
+class DeviceTurns:
+    """Turns on one device through an exclusive file lock; no file means no one to wait for.
+
+    `on_wait` is told when a turn has to wait, so progress can say why nothing moves.
+    """
+
+    def __init__(self, path: str | None, on_wait: Callable[[], None] | None = None) -> None:
+        self.path = Path(path) if path else None
+        self.on_wait = on_wait
+        self.waited_s = 0.0
+
+    @contextmanager
+    def turn(self) -> Iterator[None]:
+        if self.path is None:
+            yield
+            return
+        asked = time.monotonic()
+        with file_lock(self.path, self.on_wait):
+            self.waited_s += time.monotonic() - asked
+            yield

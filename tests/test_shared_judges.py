@@ -1,0 +1,109 @@
+"""Judges that share a GPU or a process: on one GPU they take turns (a judge waits while another
+holds the GPU and says so; two judges given one turn file never run their candidates at the same
+time), and in one process a judge's cleanup spares what other threads started."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from kernels.judge.locks import file_lock
+from kernels.judge.report import JudgeReport
+from kernels.judge.runner import JudgeConfig, evaluate
+from tests.conftest import CANDIDATES, FAST_TIMEOUTS, TINY, judge
+
+# A slow candidate that notes when each of its calls ran, so overlapping calls of two judges show.
+CALL_LOGGER = """
+import json, time
+import torch
+
+def custom_kernel(a):
+    start = time.time()
+    time.sleep(0.15)
+    out = torch.geqrf(a)
+    with open({log!r}, "a") as sink:
+        sink.write(json.dumps([start, time.time()]) + "\\n")
+    return out
+"""
+
+
+def judge_taking_turns(path: Path, turns: Path) -> JudgeReport:
+    return judge(path, "all", device_turns=turns)
+
+
+def test_a_judge_waits_for_its_turn_and_says_so(tmp_path: Path) -> None:
+    turns = tmp_path / "gpus" / "cuda-0.turns"
+    held, judge_waits = threading.Event(), threading.Event()
+
+    def neighbour() -> None:
+        with file_lock(turns):
+            held.set()
+            judge_waits.wait(timeout=60)
+            judge_waits.clear()
+            judge_waits.wait(timeout=1.0)  # keeps the turn one more second, then gives it up
+
+    def note(frame: dict) -> None:
+        frames.append(frame)
+        if frame.get("phase") == "waiting for the GPU":
+            judge_waits.set()
+
+    thread = threading.Thread(target=neighbour)
+    thread.start()
+    held.wait()
+    frames: list[dict] = []
+    config = JudgeConfig(
+        suite=TINY, mode="all", device="cpu", rule="quick", timeouts=FAST_TIMEOUTS,
+        memory_limit_bytes=3 * 2**30, device_turns=turns,
+    )  # fmt: skip
+    report = evaluate(CANDIDATES / "torch_geqrf.py", config, note)
+    thread.join()
+    assert report.passed, report.reason
+    assert report.phases_s["device_wait"] >= 0.9
+    waits = [f for f in frames if f.get("phase") == "waiting for the GPU"]
+    assert waits and frames.index(waits[0]) < frames.index(
+        next(f for f in frames if f.get("phase") == "calibrate")
+    )
+
+
+def test_two_judges_with_one_turn_file_never_overlap(tmp_path: Path) -> None:
+    turns = tmp_path / "cuda-0.turns"
+    logs = [tmp_path / f"calls{i}.jsonl" for i in range(2)]
+    candidates = []
+    for i, log in enumerate(logs):
+        candidate = tmp_path / f"candidate{i}.py"
+        candidate.write_text(CALL_LOGGER.format(log=str(log)))
+        candidates.append(candidate)
+    with ThreadPoolExecutor(2) as pool:
+        reports = list(pool.map(lambda c: judge_taking_turns(c, turns), candidates))
+    assert all(r.passed for r in reports), [r.reason for r in reports]
+    calls = [[json.loads(line) for line in log.read_text().splitlines()] for log in logs]
+    spans = [(min(c[0] for c in judged), max(c[1] for c in judged)) for judged in calls]
+    assert max(s[0] for s in spans) < min(s[1] for s in spans), "the judges did not run together"
+    overlapping = [(a, b) for a in calls[0] for b in calls[1] if a[0] < b[1] and b[0] < a[1]]
+    assert overlapping == []
+
+
+def test_a_judge_spares_a_process_another_thread_started_meanwhile(tmp_path: Path) -> None:
+    """A TUI runs a promotion's judge while the person restarts an agent: the agent lives on."""
+    started: list[subprocess.Popen] = []
+
+    def start_agent(frame: dict) -> None:
+        if frame.get("phase") == "load" and not started:
+            started.append(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]))
+
+    config = JudgeConfig(
+        suite=TINY, mode="test", device="cpu", rule="quick", timeouts=FAST_TIMEOUTS,
+        memory_limit_bytes=3 * 2**30,
+    )  # fmt: skip
+    report = evaluate(CANDIDATES / "torch_geqrf.py", config, start_agent)
+    try:
+        assert report.passed, report.reason
+        assert started and started[0].poll() is None
+    finally:
+        for process in started:
+            process.kill()
+            process.wait()
