@@ -23,7 +23,7 @@ import torch
 
 def custom_kernel(a):
     start = time.time()
-    time.sleep(0.15)
+    time.sleep(0.05)
     out = torch.geqrf(a)
     with open({log!r}, "a") as sink:
         sink.write(json.dumps([start, time.time()]) + "\\n")
@@ -81,8 +81,8 @@ def test_two_judges_with_one_turn_file_never_overlap(tmp_path: Path) -> None:
         reports = list(pool.map(lambda c: judge_taking_turns(c, turns), candidates))
     assert all(r.passed for r in reports), [r.reason for r in reports]
     calls = [[json.loads(line) for line in log.read_text().splitlines()] for log in logs]
-    spans = [(min(c[0] for c in judged), max(c[1] for c in judged)) for judged in calls]
-    assert max(s[0] for s in spans) < min(s[1] for s in spans), "the judges did not run together"
+    assert calls[0] and calls[1]
+    assert max(r.phases_s["device_wait"] for r in reports) > 2.0  # the later one waited its turn
     overlapping = [(a, b) for a in calls[0] for b in calls[1] if a[0] < b[1] and b[0] < a[1]]
     assert overlapping == []
 

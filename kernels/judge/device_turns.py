@@ -2,12 +2,13 @@
 
 Two judges on one GPU slow each other's timed windows and stretch each other's input preparation,
 which the timing-integrity gate cannot tell from work hidden on a side stream: honest candidates
-fail it. So a referee given a turn file holds an exclusive lock on it whenever its contestant
-works on the device (calibration and loading, then each spec), and gives the turn up between
-specs. What needs no GPU (starting processes, static checks, proposing) still overlaps.
+fail it. Turns per spec inside the referee were not enough on an H200 (CUDA contexts starting and
+ending still met a neighbour's timing), so a whole judge run, from the referee's start until its
+process tree is gone, is one turn. What needs no GPU still overlaps: a model proposing, static
+checks, recording, git.
 
-The file lives in the session's run directory and reaches only the referee; a contestant that
-found and held it would only stall its neighbours until its own judge ends and it is killed.
+The turn file lives in the session's run directory. A candidate cannot take it from a neighbour:
+its own judge holds it for as long as the candidate lives.
 """
 
 from __future__ import annotations

@@ -31,16 +31,6 @@ class ProfileReferee(Referee):
         request = self.config["profile"]
         spec = Spec(**self.config["benchmarks"][0])
         gated = SpecOutcome(int(request["index"]), "test", spec)
-        with self.turns.turn():  # ncu's own process runs the candidate too: all within one turn
-            load_error, profile, problem = self._gate_and_profile(gated, bool(request.get("ncu")))
-        self.phases["total"] = time.monotonic() - started
-        self.phases["device_wait"] = self.turns.waited_s
-        extra = {"profile": profile, "profile_error": problem, "phases_s": self.phases}
-        return assemble_report([gated], load_error, self.device, extra)
-
-    def _gate_and_profile(self, gated: SpecOutcome, ncu: bool) -> tuple[str, dict | None, str]:
-        """(load error, profile summary, why there is none)."""
-        spec = gated.spec
         load_error, profile, problem = "", None, ""
         try:
             self._ask({"op": "hello"}, "load", "start")
@@ -55,9 +45,11 @@ class ProfileReferee(Referee):
         if gated.status == "pass":
             profile, problem = self._phase("profile", lambda: self._profile(spec, count))
         self.contestant.close()  # before ncu, which runs the candidate in a process of its own
-        if profile is not None and ncu:
+        if profile is not None and request.get("ncu"):
             profile.update(self._phase("ncu", lambda: self._counters(spec, count)))
-        return load_error, profile, problem
+        self.phases["total"] = time.monotonic() - started
+        extra = {"profile": profile, "profile_error": problem, "phases_s": self.phases}
+        return assemble_report([gated], load_error, self.device, extra)
 
     def _profile(self, spec: Spec, count: int) -> tuple[dict | None, str]:
         """(summary, "") from a profiled repetition on fresh inputs, or (None, why not)."""

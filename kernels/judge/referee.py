@@ -22,7 +22,6 @@ import torch
 from kernels.checker import check_factors
 from kernels.generators import generate_input
 from kernels.judge.contestant_process import ContestantFailure, ContestantProcess
-from kernels.judge.device_turns import DeviceTurns
 from kernels.judge.integrity import (
     CPU_TOLERANCE,
     CUDA_TOLERANCE,
@@ -77,9 +76,6 @@ class Referee:
         self.baselines: dict[Spec, CycleBaseline] = {}
         self.dead: ContestantFailure | None = None
         self.contestant = contestant
-        self.turns = DeviceTurns(
-            config.get("device_turns"), lambda: reporter.progress(phase="waiting for the GPU")
-        )
 
     def run(self) -> dict:
         started = time.monotonic()
@@ -89,9 +85,8 @@ class Referee:
         outcomes += [SpecOutcome(i, "benchmark", s) for i, s in enumerate(benchmarks)]
         load_error = ""
         try:
-            with self.turns.turn():
-                self._phase("calibrate", lambda: self._calibrate(benchmarks))
-                load_error = self._phase("load", self._load)
+            self._phase("calibrate", lambda: self._calibrate(benchmarks))
+            load_error = self._phase("load", self._load)
         except ContestantFailure as failure:
             self.dead = failure
         totals = {"test": len(tests), "benchmark": len(benchmarks)}
@@ -101,11 +96,9 @@ class Referee:
             elif self.dead is not None:
                 outcome.fail(FAILURE_STATUS[self.dead.kind], f"not run: {self.dead.reason}")
             else:
-                with self.turns.turn():
-                    self._run_outcome(outcome, totals[outcome.kind])
+                self._run_outcome(outcome, totals[outcome.kind])
         self.contestant.close()
         self.phases["total"] = time.monotonic() - started
-        self.phases["device_wait"] = self.turns.waited_s
         extra = {
             "rule": self.rule.name,
             "recheck": "all" if self.recheck_all else "sampled",

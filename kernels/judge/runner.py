@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kernels.judge.device_turns import DeviceTurns
 from kernels.judge.environment import judged_environment
 from kernels.judge.processes import become_subreaper, kill_processes, kill_tree, marked_children
 from kernels.judge.protocol import ChannelClosed, ChannelTimeout, LineReader, ProtocolError, verify
@@ -30,6 +31,7 @@ from kernels.suites import Spec, Suite
 from kernels.timing import STOPPING_RULES
 
 OUTPUT_HEAD_CHARS = 4000
+WAITING_FRAME = {"phase": "waiting for the GPU"}
 RUN_MARK = "QRSUP_JUDGE_RUN"  # an environment variable naming the judge run a process belongs to
 OUTPUT_TAIL_CHARS = 12000
 
@@ -132,10 +134,14 @@ def run_judge(
     if not static.ok:
         return {"verdict": "rejected", "reason": static.reason, **base}
     become_subreaper()
+    turns = DeviceTurns(config.device_turns, lambda: (on_progress or _ignore)(WAITING_FRAME))
     with tempfile.TemporaryDirectory(prefix="qrsup-judge-") as work:
         work_dir = Path(work)
         os.chmod(work_dir, 0o700)
-        data = _run_referee(candidate, config, work_dir, on_progress, extra or {})
+        with turns.turn():
+            data = _run_referee(candidate, config, work_dir, on_progress, extra or {})
+        if turns.path is not None:
+            data.setdefault("phases_s", {})["device_wait"] = turns.waited_s
         output = _read_output(work_dir / "candidate-output.log")
         for name, destination in (keep or {}).items():
             _copy_out(work_dir / name, destination)
@@ -226,6 +232,10 @@ def _collect(
             return message
         if on_progress is not None:
             on_progress(message)
+
+
+def _ignore(_: dict) -> None:
+    pass
 
 
 def _judge_failure(verdict: str, reason: str, log: str) -> dict:
