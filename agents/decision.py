@@ -74,7 +74,9 @@ class Decider:
             incumbent_path, challenger, progress=self.progress("re-timing")
         )
         if not isinstance(comparison, Comparison):
-            return decision, f"re-timing failed: {comparison.report.reason}"
+            failed = comparison.report.candidate == str(challenger.resolve())
+            side = "challenger" if failed else "incumbent"
+            return decision, f"re-timing failed on the {side}'s run: {comparison.report.reason}"
         self.noise = max(DEFAULT_NOISE / 2, comparison.noise)
         self.recorder.event(
             {"event": "noise", "candidate_id": candidate.id, **comparison.to_dict()}
