@@ -27,8 +27,8 @@ class DeviceTurns:
     `on_wait` is told when a turn has to wait, so progress can say why nothing moves.
     """
 
-    def __init__(self, path: str | None, on_wait: Callable[[], None] | None = None) -> None:
-        self.path = Path(path) if path else None
+    def __init__(self, path: Path | None, on_wait: Callable[[], None] | None = None) -> None:
+        self.path = path
         self.on_wait = on_wait
         self.waited_s = 0.0
 

@@ -19,6 +19,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from kernels.judge.device_turns import DeviceTurns
@@ -31,9 +32,9 @@ from kernels.suites import Spec, Suite
 from kernels.timing import STOPPING_RULES
 
 OUTPUT_HEAD_CHARS = 4000
+OUTPUT_TAIL_CHARS = 12000
 WAITING_FRAME = {"phase": "waiting for the GPU"}
 RUN_MARK = "QRSUP_JUDGE_RUN"  # an environment variable naming the judge run a process belongs to
-OUTPUT_TAIL_CHARS = 12000
 
 Progress = Callable[[dict], None]
 
@@ -134,7 +135,8 @@ def run_judge(
     if not static.ok:
         return {"verdict": "rejected", "reason": static.reason, **base}
     become_subreaper()
-    turns = DeviceTurns(config.device_turns, lambda: (on_progress or _ignore)(WAITING_FRAME))
+    on_wait = partial(on_progress, WAITING_FRAME) if on_progress else None
+    turns = DeviceTurns(config.device_turns, on_wait)
     with tempfile.TemporaryDirectory(prefix="qrsup-judge-") as work:
         work_dir = Path(work)
         os.chmod(work_dir, 0o700)
@@ -168,7 +170,6 @@ def _run_referee(
         "recheck": config.recheck,
         "memory_limit_bytes": config.memory_limit_bytes,
         "timeouts": config.timeouts.to_dict(),
-        "device_turns": str(config.device_turns) if config.device_turns else None,
         "tests": [_spec_dict(s) for s in tests],
         "benchmarks": [_spec_dict(s) for s in benchmarks],
     }
@@ -232,10 +233,6 @@ def _collect(
             return message
         if on_progress is not None:
             on_progress(message)
-
-
-def _ignore(_: dict) -> None:
-    pass
 
 
 def _judge_failure(verdict: str, reason: str, log: str) -> dict:
