@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from agents.beam import Scored, Slot, place, source_lines
-from agents.evaluation import Comparison, Evaluator, StageResult
+from agents.evaluation import Comparison, Evaluator, RetimingFailure, StageResult
 from agents.incumbent import Incumbent
 from agents.promotion import promote
 from agents.recorder import Recorder
@@ -14,6 +15,15 @@ from agents.store import CandidateRow, Store
 
 DEFAULT_NOISE = 0.02
 Progress = Callable[[str], Callable[[dict], None]]
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What became of a fully judged candidate; `verdict` is a failed re-timing run's, if any."""
+
+    decision: str
+    reason: str
+    verdict: str = "pass"
 
 
 class Decider:
@@ -43,49 +53,65 @@ class Decider:
         incumbent: Incumbent,
         role: str,
         iteration: int,
-    ) -> tuple[str, str]:
-        """(decision, reason): a beam slot, a promotion, or a rejection with every slot's reason."""
+    ) -> Decision:
+        """A beam slot, a promotion, or a rejection with every slot's reason.
+
+        A would-be exploit that beats the incumbent is re-timed before it takes the slot: if its
+        own re-timing run fails (fresh seeds can catch what the stages did not), it is rejected
+        with that run's verdict and the slot keeps its holder.
+        """
         scored = scored_candidate(candidate, full)
         placement = place(scored, self.beam_slots(), incumbent.scored, self.noise, iteration, role)
         if placement.role is None:
-            return "rejected", placement.reason
+            return Decision("rejected", placement.reason)
+        retimed = None
+        if placement.role == "exploit" and self._contends(scored, incumbent):
+            retimed = self._retime(candidate, incumbent)
+            if isinstance(retimed, RetimingFailure) and retimed.side == "challenger":
+                report = retimed.result.report
+                reason = f"its re-timing run failed: {report.reason}"
+                return Decision("rejected", reason, report.verdict)
         protected = (
             iteration + self.session.structural_protection if placement.role == "structural" else 0
         )
         self.store.set_beam(placement.role, candidate.id, full.report.geomean_ns, protected)
         decision = f"beam {placement.role}"
-        if placement.role != "exploit" or not self.session.auto_promote:
-            return decision, placement.reason
-        if incumbent.geomean_ns is None or scored.geomean_ns >= incumbent.geomean_ns * (
-            1 - self.noise
-        ):
-            return decision, placement.reason
-        return self._promotion_grade(candidate, incumbent, decision)
+        if retimed is None:
+            return Decision(decision, placement.reason)
+        if isinstance(retimed, RetimingFailure):
+            why = retimed.result.report.reason
+            return Decision(decision, f"not promoted: the incumbent's re-timing run failed: {why}")
+        return self._promotion_grade(candidate, retimed, decision)
 
-    def _promotion_grade(
-        self, candidate: CandidateRow, incumbent: Incumbent, decision: str
-    ) -> tuple[str, str]:
-        """Re-time incumbent and challenger interleaved; promote only a gain beyond the noise."""
+    def _contends(self, scored: Scored, incumbent: Incumbent) -> bool:
+        """Promotion by rule is on, and the candidate beats the incumbent beyond the noise."""
+        if not self.session.auto_promote or incumbent.geomean_ns is None:
+            return False
+        return scored.geomean_ns < incumbent.geomean_ns * (1 - self.noise)
+
+    def _retime(
+        self, candidate: CandidateRow, incumbent: Incumbent
+    ) -> Comparison | RetimingFailure:
+        """Incumbent and challenger re-timed interleaved on this agent's GPU."""
         work = self.paths.work(self.recorder.agent)
         incumbent_path = work / f"{incumbent.row.id}.py"
         incumbent_path.write_text(incumbent.row.source)
         challenger = work / f"{candidate.id}.py"
-        comparison = self.evaluator.interleaved(
+        return self.evaluator.interleaved(
             incumbent_path, challenger, progress=self.progress("re-timing")
         )
-        if not isinstance(comparison, Comparison):
-            failed = comparison.report.candidate == str(challenger.resolve())
-            side = "challenger" if failed else "incumbent"
-            return decision, f"re-timing failed on the {side}'s run: {comparison.report.reason}"
+
+    def _promotion_grade(
+        self, candidate: CandidateRow, comparison: Comparison, decision: str
+    ) -> Decision:
+        """Promote only a gain beyond the noise measured in the same re-timing."""
         self.noise = max(DEFAULT_NOISE / 2, comparison.noise)
         self.recorder.event(
             {"event": "noise", "candidate_id": candidate.id, **comparison.to_dict()}
         )
         if not comparison.significant:
-            return (
-                decision,
-                f"gain {comparison.gain:.1%} within noise {comparison.noise:.1%}; not promoted",
-            )
+            reason = f"gain {comparison.gain:.1%} within noise {comparison.noise:.1%}; not promoted"
+            return Decision(decision, reason)
         result = promote(
             self.session.workspace,
             self.paths,
@@ -97,9 +123,9 @@ class Decider:
             progress=self.progress("revalidate"),
         )
         if not result.ok:
-            return decision, f"promotion refused: {result.message}"
+            return Decision(decision, f"promotion refused: {result.message}")
         gain = f"gain {comparison.gain:.1%} beyond noise {comparison.noise:.1%}"
-        return "promoted", f"{gain}; {result.message}"
+        return Decision("promoted", f"{gain}; {result.message}")
 
     def beam_slots(self) -> dict[str, Slot]:
         slots = {}

@@ -62,6 +62,14 @@ class Comparison:
         }
 
 
+@dataclass(frozen=True)
+class RetimingFailure:
+    """A re-timing run that failed, and whose it was: `incumbent` or `challenger`."""
+
+    side: str
+    result: StageResult
+
+
 class Evaluator:
     """Runs the stages for one suite and device.
 
@@ -112,7 +120,7 @@ class Evaluator:
 
     def interleaved(
         self, incumbent: Path, challenger: Path, rounds: int = 2, progress: Progress | None = None
-    ) -> Comparison | StageResult:
+    ) -> Comparison | RetimingFailure:
         """Alternate incumbent and challenger; a failing run is returned instead of a comparison."""
         times: dict[str, list[float]] = {"incumbent": [], "challenger": []}
         for _ in range(rounds):
@@ -120,7 +128,7 @@ class Evaluator:
             for name, path in (("incumbent", incumbent), ("challenger", challenger)):
                 result = self.full(path, progress, seed=seed)
                 if not result.passed or result.report.geomean_ns is None:
-                    return result
+                    return RetimingFailure(name, result)
                 times[name].append(result.report.geomean_ns)
         inc, cha = times["incumbent"], times["challenger"]
         noise = max(NOISE_FLOOR, _spread(inc), _spread(cha))

@@ -144,10 +144,11 @@ class ResearchAgent:
         record.spec_means_ns, record.geomean_ns = result.spec_means_ns, result.report.geomean_ns
         if result.passed and result.stage == "full":
             self.heartbeat.update(detail="deciding")
-            record.decision, record.reason = self.decider.decide(
-                candidate, result, incumbent, self.spec.role, iteration
-            )
-            self._note_best(result.report.geomean_ns)
+            decided = self.decider.decide(candidate, result, incumbent, self.spec.role, iteration)
+            record.decision, record.reason = decided.decision, decided.reason
+            record.verdict = decided.verdict
+            if decided.verdict == "pass":
+                self._note_best(result.report.geomean_ns)
             if record.decision != "rejected":
                 self._profile(candidate, result, incumbent)
         elif result.passed:

@@ -1,0 +1,71 @@
+"""A would-be exploit is re-timed against the incumbent before it takes the slot; if its own
+re-timing run fails (fresh seeds catch what its stages did not), it is rejected with that run's
+verdict and the beam keeps what it held. Real judge runs on the CPU."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from agents.decision import Decider
+from agents.evaluation import Evaluator, StageResult
+from agents.incumbent import Incumbent
+from agents.recorder import Recorder
+from agents.session import AgentSpec, load_session
+from agents.store import CandidateRow, Store
+from agents.tuner import source_hash
+from kernels.judge.report import JudgeReport
+from kernels.suites import get_suite
+from tests.conftest import CANDIDATES
+from tests.loop_helpers import make_session
+
+# Right shapes, wrong factors: what a candidate whose stages were lucky looks like on fresh seeds.
+WRONG = """
+import torch
+
+def custom_kernel(a):
+    return torch.zeros_like(a), torch.zeros(a.shape[:-1], dtype=a.dtype, device=a.device)
+"""
+
+
+def stored(store: Store, cid: str, source: str, geomean_ns: float, means: dict[int, float]) -> None:
+    row = CandidateRow(
+        cid, source_hash(source), source, None, "a1", "exploit", "blocked_wy", "", None, time.time()
+    )
+    store.add_candidate(row)
+    report = {"verdict": "pass", "geomean_ns": geomean_ns, "reason": ""}
+    store.add_evaluation(cid, "a1", 0, "full", report, means)
+
+
+def test_a_challenger_failing_its_re_timing_is_rejected_and_the_beam_keeps_its_holder(
+    tmp_path: Path,
+) -> None:
+    paths = make_session(tmp_path, (AgentSpec("a1"),), auto_promote=True)
+    session = load_session(paths)
+    store = Store(paths.store)
+    try:
+        incumbent_source = (CANDIDATES / "torch_geqrf.py").read_text()
+        stored(store, "c-incumbent", incumbent_source, 1e9, {0: 1e9, 1: 1e9})
+        store.add_promotion("c-incumbent", None, 1e9, None, {}, "bootstrap")
+        stored(store, "c-wrong", WRONG, 1e6, {0: 1e6, 1: 1e6})
+        paths.ensure("a1")
+        (paths.work("a1") / "c-wrong.py").write_text(WRONG)
+        full_report = JudgeReport.from_dict(
+            {"verdict": "pass", "reason": "", "candidate": "c-wrong.py", "source_sha256": "",
+             "suite": "tiny-loop", "mode": "bench", "seed": None, "geomean_ns": 1e6}
+        )  # fmt: skip
+        full = StageResult("full", full_report, {0: 1e6, 1: 1e6})
+        evaluator = Evaluator(get_suite(session.suite), "cpu", "quick")
+        recorder = Recorder(paths, store, session.workspace, "a1", "exploit")
+        decider = Decider(paths, session, store, evaluator, recorder, lambda _: lambda _: None)
+
+        decided = decider.decide(
+            store.candidate("c-wrong"), full, Incumbent.load(store), "exploit", 1
+        )
+        assert decided.decision == "rejected"
+        assert decided.verdict == "fail"
+        assert decided.reason.startswith("its re-timing run failed: ")
+        assert store.beam() == {}
+        assert store.incumbent_id() == "c-incumbent"
+    finally:
+        store.close()
