@@ -53,6 +53,26 @@ class Board:
         return series
 
 
+def shown_entries(board: Board, limit: int) -> list[LeaderEntry]:
+    """At most `limit` entries for a table that slows and grows with every row: the beam's and
+    the incumbent's, the fastest passing half, then the newest. The rest stay in the store."""
+    if len(board.entries) <= limit:
+        return list(board.entries)
+    by_id = {e.id: e for e in board.entries}
+    pinned = [board.incumbent_id, *(candidate_id for _, candidate_id, _ in board.beam)]
+    chosen = {i: by_id[i] for i in pinned if i in by_id}
+    passing = [e for e in board.entries if e.verdict == "pass" and e.geomean_ns is not None]
+    fastest = sorted(passing, key=lambda e: e.geomean_ns or 0.0)
+    newest = sorted(board.entries, key=lambda e: e.created_at, reverse=True)
+    for entry in fastest[: limit // 2]:
+        chosen.setdefault(entry.id, entry)
+    for entry in newest:
+        if len(chosen) >= limit:
+            break
+        chosen.setdefault(entry.id, entry)
+    return list(chosen.values())
+
+
 class BoardReader:
     """Reads the store incrementally: only candidates of iterations recorded since the last read."""
 

@@ -12,7 +12,7 @@ from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.widgets import DataTable
 
-from supervisor.board import Board, LeaderEntry
+from supervisor.board import Board, LeaderEntry, shown_entries
 from supervisor.widgets.format import VERDICT_STYLES, ms, styled
 
 SortValue = Callable[[LeaderEntry], object]
@@ -26,6 +26,7 @@ FIXED: dict[str, tuple[str, SortValue]] = {
     "age": ("made", lambda e: -e.created_at),
 }
 CYCLE = ("geomean", "age", "agent", "verdict")
+MAX_ROWS = 300  # a DataTable row costs ~15 KiB and every refresh re-sorts them all
 
 
 def short_label(label: str) -> str:
@@ -50,12 +51,14 @@ class Leaderboard(DataTable):
 
         candidate_id: str
 
-    def __init__(self, *, id: str | None = None) -> None:
+    def __init__(self, *, id: str | None = None, max_rows: int = MAX_ROWS) -> None:
         super().__init__(id=id, cursor_type="row")
         self.entries: dict[str, LeaderEntry] = {}
         self.sort_column = "geomean"
+        self.max_rows = max_rows
+        self.total = 0
         self._spec_columns: dict[str, int] = {}
-        self.border_title = "leaderboard · by geomean"
+        self._title()
 
     @property
     def selected(self) -> LeaderEntry | None:
@@ -72,7 +75,12 @@ class Leaderboard(DataTable):
                 self._spec_columns[f"spec{index}"] = index
                 self.add_column(short_label(label), key=f"spec{index}")
         keep = self.selected
-        for entry in board.entries:
+        shown = shown_entries(board, self.max_rows)
+        kept = {e.id for e in shown}
+        for gone in [i for i in self.entries if i not in kept]:
+            self.remove_row(gone)
+            del self.entries[gone]
+        for entry in shown:
             if self.entries.get(entry.id) == entry:
                 continue
             cells = self._cells(entry)
@@ -82,7 +90,9 @@ class Leaderboard(DataTable):
             else:
                 self.add_row(*cells, key=entry.id)
             self.entries[entry.id] = entry
-        self._sort(keep.id if keep else None)
+        self.total = len(board.entries)
+        self._title()
+        self._sort(keep.id if keep and keep.id in self.entries else None)
 
     def action_cycle_sort(self) -> None:
         column = self.sort_column if self.sort_column in CYCLE else CYCLE[-1]
@@ -90,8 +100,7 @@ class Leaderboard(DataTable):
 
     def sort_by(self, column: str) -> None:
         self.sort_column = column
-        label = FIXED[column][0] if column in FIXED else str(self.columns[column].label)
-        self.border_title = f"leaderboard · by {label}"
+        self._title()
         keep = self.selected
         self._sort(keep.id if keep else None)
 
@@ -103,6 +112,14 @@ class Leaderboard(DataTable):
         event.stop()
         if event.row_key.value is not None:
             self.post_message(self.DiffRequested(event.row_key.value))
+
+    def _title(self) -> None:
+        column = self.sort_column
+        label = FIXED[column][0] if column in FIXED else str(self.columns[column].label)
+        title = f"leaderboard · by {label.removesuffix(' ms')}"
+        if self.total > len(self.entries):
+            title += f" · {len(self.entries)} of {self.total}: beam, fastest, newest"
+        self.border_title = title
 
     def _sort(self, keep: str | None) -> None:
         value = self._value(self.sort_column)
