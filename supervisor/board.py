@@ -126,6 +126,8 @@ class BoardReader:
 
 
 def _entry(row: CandidateRow, outcome: str, decision: str) -> LeaderEntry:
+    """The iteration's outcome overrides a passing full stage it later failed (its re-timing)."""
+    failed_later = row.verdict == "pass" and outcome not in ("", "pass")
     return LeaderEntry(
         id=row.id,
         agent=row.agent,
@@ -133,7 +135,7 @@ def _entry(row: CandidateRow, outcome: str, decision: str) -> LeaderEntry:
         family=row.family,
         hypothesis=row.hypothesis,
         parent_id=row.parent_id,
-        verdict=row.verdict or outcome or "pending",
+        verdict=outcome if failed_later else row.verdict or outcome or "pending",
         decision=decision,
         geomean_ns=row.geomean_ns,
         spec_means_ns=dict(row.spec_means_ns or {}),

@@ -88,6 +88,19 @@ def test_board_reader_reads_only_iterations_recorded_since_its_last_read(tmp_pat
     assert second.best_over_time() == sorted(second.best_over_time(), reverse=True)
 
 
+def test_board_shows_a_candidate_that_failed_its_re_timing_as_failed(tmp_path):
+    paths = frozen_session(tmp_path)
+    row = CandidateRow("c-lucky", "hash-lucky", "x = 2\n", "c-incumbent", "a1", "exploit",
+                       "blocked_wy", "faster", None, T0 + 900)  # fmt: skip
+    add_full_pass(paths, row, 9, 1000.0, "rejected", outcome="fail")
+    reader = BoardReader(paths.store, ("a", "b"))
+    board = reader.read()
+    reader.close()
+    entry = next(e for e in board.entries if e.id == "c-lucky")
+    assert (entry.verdict, entry.decision) == ("fail", "rejected")
+    assert board.best() is not None and board.best().id != "c-lucky"
+
+
 def test_read_diff_shows_the_change_against_the_parent(tmp_path):
     paths = frozen_session(tmp_path)
     diff = read_diff(paths.store, "c-1a2b3c4d5e")

@@ -102,9 +102,15 @@ def frozen_session(tmp_path: Path) -> RunPaths:
 
 
 def add_full_pass(
-    paths: RunPaths, row: CandidateRow, iteration: int, geomean_ns: float, decision: str
+    paths: RunPaths,
+    row: CandidateRow,
+    iteration: int,
+    geomean_ns: float,
+    decision: str,
+    outcome: str = "pass",
 ) -> None:
-    """A candidate passing the full suite (`geomean_ns` on each spec), as an agent records it."""
+    """A candidate passing the full suite (`geomean_ns` on each spec), as an agent records it;
+    `outcome` is the iteration's, which differs when a later re-timing run failed."""
     store = Store(paths.store)
     try:
         store.add_candidate(row)
@@ -113,7 +119,7 @@ def add_full_pass(
             row.id, row.agent, iteration, "full", report, {0: geomean_ns, 1: geomean_ns}
         )
         store.record_iteration(
-            row.agent, iteration, row.id, "pass", decision, row.hypothesis, "", geomean_ns, {}
+            row.agent, iteration, row.id, outcome, decision, row.hypothesis, "", geomean_ns, {}
         )
     finally:
         store.close()
