@@ -55,8 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     paths.pid_file(name).write_text(str(os.getpid()))
     store = Store(paths.store)
     try:
-        turns = paths.device_turns(device)
-        evaluator = Evaluator(get_suite(session.suite), device, session.rule, turns)
+        evaluator = Evaluator(get_suite(session.suite), device, session.rule)
         proposer = build_proposer(spec, session, store)
         advisor = build_advisor(spec, session, paths)
         agent = ResearchAgent(paths, session, spec, store, proposer, evaluator, advisor)

@@ -71,29 +71,16 @@ class RetimingFailure:
 
 
 class Evaluator:
-    """Runs the stages for one suite and device.
+    """Runs the stages for one suite and device."""
 
-    `device_turns` is the file through which the judges of one GPU take turns on it.
-    """
-
-    def __init__(
-        self, suite: Suite, device: str, rule: str, device_turns: Path | None = None
-    ) -> None:
+    def __init__(self, suite: Suite, device: str, rule: str) -> None:
         self.suite = suite
         self.device = device
         self.rule = rule
-        self.device_turns = device_turns
         self.quick_indices = list(range(0, len(suite.benchmarks), 2))
 
     def _config(self, suite: Suite, mode: str, rule: str, seed: int | None = None) -> JudgeConfig:
-        return JudgeConfig(
-            suite=suite,
-            mode=mode,
-            device=self.device,
-            rule=rule,
-            seed=seed,
-            device_turns=self.device_turns,
-        )
+        return JudgeConfig(suite=suite, mode=mode, device=self.device, rule=rule, seed=seed)
 
     def quick(self, path: Path, progress: Progress | None = None) -> StageResult:
         subset = Suite(

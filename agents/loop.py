@@ -258,7 +258,6 @@ class ResearchAgent:
             index,
             rule=self.evaluator.rule,
             trace_out=trace_path_for(path),
-            device_turns=self.evaluator.device_turns,
         )
         seconds = time.monotonic() - started
         ok = isinstance(result, ProfileSummary)

@@ -113,12 +113,6 @@ class RunPaths:
     def profile(self, name: str) -> Path:
         return self.work(name) / "profiles" / "latest.txt"
 
-    def device_turns(self, device: str) -> Path | None:
-        """The file through which this session's judges of one GPU take turns; none on the CPU."""
-        if not device.startswith("cuda"):
-            return None
-        return self.root / "gpus" / f"{device.replace(':', '-')}.turns"
-
     def ensure(self, name: str) -> None:
         for path in (self.inbox(name), self.work(name)):
             path.mkdir(parents=True, exist_ok=True)

@@ -138,8 +138,7 @@ def promote_candidate(
                 False, f"{candidate_id} failed the judge ({candidate.verdict}); not promoted"
             )
         with fleet.revalidation_device(candidate.agent) as device:
-            turns = fleet.paths.device_turns(device)
-            evaluator = Evaluator(get_suite(session.suite), device, session.rule, turns)
+            evaluator = Evaluator(get_suite(session.suite), device, session.rule)
             result = promote(
                 session.workspace,
                 fleet.paths,

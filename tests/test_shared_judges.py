@@ -1,6 +1,7 @@
 """Judges that share a GPU or a process: on one GPU they take turns (a judge waits while another
 holds the GPU and says so; two judges given one turn file never run their candidates at the same
-time), and in one process a judge's cleanup spares what other threads started."""
+time; a GPU has one turn file however it is named), and in one process a judge's cleanup spares
+what other threads started."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from kernels.judge.device_turns import turn_file
+from kernels.judge.environment import judged_environment
 from kernels.judge.locks import file_lock
 from kernels.judge.report import JudgeReport
 from kernels.judge.runner import JudgeConfig, evaluate
@@ -107,3 +110,15 @@ def test_a_judge_spares_a_process_another_thread_started_meanwhile(tmp_path: Pat
         for process in started:
             process.kill()
             process.wait()
+
+
+def test_a_gpu_has_one_turn_file_whoever_names_it_and_the_cpu_none() -> None:
+    assert turn_file("cpu", {}) is None
+    plain = turn_file("cuda:1", {})
+    assert plain is not None and plain.name == "1.turns"
+    assert turn_file("cuda:0", {"CUDA_VISIBLE_DEVICES": "1,3"}) == plain  # the same GPU
+    assert turn_file("cuda", {"CUDA_VISIBLE_DEVICES": "GPU-ab12"}).name == "GPU-ab12.turns"
+    assert (
+        judged_environment({"CUDA_VISIBLE_DEVICES": "2,3"}, "cuda:1")["CUDA_VISIBLE_DEVICES"] == "3"
+    )
+    assert judged_environment({}, "cuda:1")["CUDA_VISIBLE_DEVICES"] == "1"

@@ -1,4 +1,4 @@
-"""Judges that share one GPU take turns on it.
+"""Judges that share one GPU take turns on it, whoever started them.
 
 Two judges on one GPU slow each other's timed windows and stretch each other's input preparation,
 which the timing-integrity gate cannot tell from work hidden on a side stream: honest candidates
@@ -7,17 +7,22 @@ ending still met a neighbour's timing), so a whole judge run, from the referee's
 process tree is gone, is one turn. What needs no GPU still overlaps: a model proposing, static
 checks, recording, git.
 
-The turn file lives in the session's run directory. A candidate cannot take it from a neighbour:
-its own judge holds it for as long as the candidate lives.
+The turn file belongs to the GPU, not to a session: agents sharing a GPU, two sessions, and a
+person's `qrsup bench` on a GPU the agents use all wait for each other. It lives in a directory of
+the user's own (another user's judges do not coordinate with these). A candidate cannot take the
+turn from a neighbour: its own judge holds it for as long as the candidate lives.
 """
 
 from __future__ import annotations
 
+import os
+import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
+from kernels.judge.environment import physical_gpu
 from kernels.judge.locks import file_lock
 
 
@@ -41,3 +46,11 @@ class DeviceTurns:
         with file_lock(self.path, self.on_wait):
             self.waited_s += time.monotonic() - asked
             yield
+
+
+def turn_file(device: str, environ: Mapping[str, str]) -> Path | None:
+    """The turn file of the GPU behind `device` as this process sees it; none on the CPU."""
+    if not device.startswith("cuda"):
+        return None
+    gpu = physical_gpu(device, environ)
+    return Path(tempfile.gettempdir()) / f"qrsup-{os.getuid()}" / "gpu-turns" / f"{gpu}.turns"

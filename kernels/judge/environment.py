@@ -15,6 +15,14 @@ _ALLOWED = re.compile(
 _SECRET_LOOKING = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH", re.IGNORECASE)
 
 
+def physical_gpu(device: str, environ: Mapping[str, str]) -> str:
+    """The GPU behind `cuda:N` as the caller sees it: the N-th entry of its CUDA_VISIBLE_DEVICES
+    (an index or a UUID) when that is set, else N."""
+    index = int(device.partition(":")[2] or 0)
+    visible = [v.strip() for v in environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
+    return visible[index] if index < len(visible) else str(index)
+
+
 def judged_environment(base: Mapping[str, str], device: str) -> dict[str, str]:
     """Allow-listed variables without secret-looking names, and the device pinned."""
     env = {
@@ -24,8 +32,7 @@ def judged_environment(base: Mapping[str, str], device: str) -> dict[str, str]:
     }
     env["PYTHONUNBUFFERED"] = "1"
     if device.startswith("cuda"):
-        _, _, index = device.partition(":")
-        env["CUDA_VISIBLE_DEVICES"] = index or env.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0]
+        env["CUDA_VISIBLE_DEVICES"] = physical_gpu(device, base)
     else:
         env["CUDA_VISIBLE_DEVICES"] = ""
         # OpenMP threads that spin after a parallel region burn CPU outside the timed window,

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-from kernels.judge.device_turns import DeviceTurns
+from kernels.judge.device_turns import DeviceTurns, turn_file
 from kernels.judge.environment import judged_environment
 from kernels.judge.processes import become_subreaper, kill_processes, kill_tree, marked_children
 from kernels.judge.protocol import ChannelClosed, ChannelTimeout, LineReader, ProtocolError, verify
@@ -73,7 +73,7 @@ class JudgeConfig:
     memory_limit_bytes: int = 16 * 2**30
     forbidden_words: tuple[str, ...] = ("stream",)
     timeouts: Timeouts = field(default_factory=Timeouts)
-    device_turns: Path | None = None  # shared by the judges of one GPU (kernels.judge.device_turns)
+    device_turns: Path | None = None  # default: the GPU's turn file (kernels.judge.device_turns)
 
     def __post_init__(self) -> None:
         if self.mode not in ("test", "bench", "all"):
@@ -136,7 +136,7 @@ def run_judge(
         return {"verdict": "rejected", "reason": static.reason, **base}
     become_subreaper()
     on_wait = partial(on_progress, WAITING_FRAME) if on_progress else None
-    turns = DeviceTurns(config.device_turns, on_wait)
+    turns = DeviceTurns(config.device_turns or turn_file(config.device, os.environ), on_wait)
     with tempfile.TemporaryDirectory(prefix="qrsup-judge-") as work:
         work_dir = Path(work)
         os.chmod(work_dir, 0o700)

@@ -34,12 +34,11 @@ def profile_candidate(
     trace_out: Path | None = None,
     timeouts: Timeouts | None = None,
     on_progress: Progress | None = None,
-    device_turns: Path | None = None,
 ) -> ProfileSummary | ProfileFailure:
     """Profile benchmark `spec_index` of `suite`; never raises for anything the candidate does.
 
     `trace_out` keeps the full Chrome trace there (gzipped if it ends in .gz); `rule` sets how
-    many inputs are profiled; `device_turns` makes it wait its turn on a shared GPU.
+    many inputs are profiled.
     """
     if not 0 <= spec_index < len(suite.benchmarks):
         last = len(suite.benchmarks) - 1
@@ -54,7 +53,6 @@ def profile_candidate(
         device=device,
         rule=rule,
         timeouts=timeouts or Timeouts(),
-        device_turns=device_turns,
     )
     if ncu:
         budget = config.total_timeout_s() + NCU_TIMEOUT_S
