@@ -10,7 +10,8 @@ checks, recording, git.
 The turn file belongs to the GPU, not to a session: agents sharing a GPU, two sessions, and a
 person's `qrsup bench` on a GPU the agents use all wait for each other. It lives in a directory of
 the user's own (another user's judges do not coordinate with these). A candidate cannot take the
-turn from a neighbour: its own judge holds it for as long as the candidate lives.
+turn from a neighbour: its own judge holds it for as long as the candidate lives. One that unlinks
+the file lets the next judge time beside it, which slows both and helps neither.
 """
 
 from __future__ import annotations
