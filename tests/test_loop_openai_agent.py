@@ -7,9 +7,7 @@ import pytest
 
 from agents.records import read_events
 from agents.session import AgentSpec
-from agents.spaces import space_for
 from supervisor.fleet import Fleet
-from tests.conftest import ROOT
 from tests.fake_openai_server import FakeOpenAIServer, ScriptedReply
 from tests.loop_helpers import make_session
 
@@ -26,21 +24,22 @@ panel_width=16
 >>>>>>> REPLACE
 """
 
-# The edit's result as a whole file: the same candidate whichever parent the agent proposes from
-# (the incumbent, or the first candidate when its timing put it in the exploit slot).
-BLOCKED_WY = space_for("blocked_wy", ROOT)
-EDITED = BLOCKED_WY.render({**BLOCKED_WY.default_point(), "all.panel_width": 16})
-SAME_AGAIN = f"HYPOTHESIS: the same panels again\nFAMILY: blocked_wy\n\n```python\n{EDITED}```\n"
-
 
 @pytest.mark.slow
 @pytest.mark.timeout(400)
 def test_openai_agent_edit_is_judged_and_the_key_is_in_no_record(tmp_path, monkeypatch):
     monkeypatch.setenv(KEY_ENV, KEY)
-    with FakeOpenAIServer([ScriptedReply(EDIT)], default=ScriptedReply(SAME_AGAIN)) as server:
+    with FakeOpenAIServer(default=ScriptedReply(EDIT)) as server:
         model = {"model": "test-model", "base_url": server.base_url, "api_key_env": KEY_ENV}
+        # A structural agent of the incumbent's family always proposes from the incumbent (its
+        # slot only holds other families), so the second, identical edit is a duplicate.
         spec = AgentSpec(
-            "m1", proposer="openai", model=model, max_iterations=2, goal="geomean < 1ns"
+            "m1",
+            role="structural",
+            proposer="openai",
+            model=model,
+            max_iterations=2,
+            goal="geomean < 1ns",
         )
         paths = make_session(tmp_path, (spec,))
         fleet = Fleet(paths)
@@ -54,7 +53,7 @@ def test_openai_agent_edit_is_judged_and_the_key_is_in_no_record(tmp_path, monke
     assert first["hypothesis"] == "16-column panels shorten the sequential panel chain"
     assert first["evaluated"] and first["verdict"] == "pass"
     assert first["usage"]["prompt_tokens"] == 1000
-    assert second["verdict"] == "duplicate"  # the same candidate again is never re-evaluated
+    assert second["verdict"] == "duplicate"  # the same edit again is never re-evaluated
     workspace = paths.root.parent.parent
     for path in [workspace / "log.md", *paths.root.rglob("*")]:
         if path.is_file():
