@@ -12,7 +12,7 @@ from textual.widgets import DataTable
 from supervisor.fleet import STALE_HEARTBEAT_S, AgentStatus
 from supervisor.widgets.format import STATE_STYLES, VERDICT_STYLES, age, ms, styled
 
-STATE_WIDTH = 22
+STATE_WIDTH = 32
 FRESH_S = 10.0
 STALE_S = STALE_HEARTBEAT_S
 COLUMNS = (
@@ -85,7 +85,9 @@ def heartbeat_age(seconds: float | None) -> Text:
 
 def _cells(number: int, status: AgentStatus) -> tuple[object, ...]:
     detail = status.detail if status.detail not in ("", status.state) else ""
-    state = f"{status.state} {detail}".strip()
+    # An evaluation's detail names its stage ("quick: waiting for the GPU"); colour says the rest.
+    evaluating = status.state == "evaluating" and detail
+    state = detail if evaluating else f"{status.state} {detail}".strip()
     return (
         str(number) if number < 10 else " ",
         Text(status.name),
