@@ -40,16 +40,19 @@ class Board:
     incumbent_geomean_ns: float | None = None
     spec_labels: tuple[str, ...] = ()
 
+    def passing(self) -> list[LeaderEntry]:
+        """Entries that passed with a geomean: the only ones a best can be."""
+        return [e for e in self.entries if e.verdict == "pass" and e.geomean_ns is not None]
+
     def best(self) -> LeaderEntry | None:
-        passing = [e for e in self.entries if e.verdict == "pass" and e.geomean_ns is not None]
-        return min(passing, key=lambda e: e.geomean_ns or 0.0, default=None)
+        return min(self.passing(), key=lambda e: e.geomean_ns or 0.0, default=None)
 
     def best_over_time(self) -> list[float]:
         """The best passing geomean after each passing candidate, in the order they were made."""
         series: list[float] = []
-        for entry in sorted(self.entries, key=lambda e: e.created_at):
-            if entry.verdict == "pass" and entry.geomean_ns is not None:
-                series.append(min(entry.geomean_ns, series[-1]) if series else entry.geomean_ns)
+        for entry in sorted(self.passing(), key=lambda e: e.created_at):
+            geomean = entry.geomean_ns or 0.0
+            series.append(min(geomean, series[-1]) if series else geomean)
         return series
 
 
@@ -61,8 +64,7 @@ def shown_entries(board: Board, limit: int) -> list[LeaderEntry]:
     by_id = {e.id: e for e in board.entries}
     pinned = [board.incumbent_id, *(candidate_id for _, candidate_id, _ in board.beam)]
     chosen = {i: by_id[i] for i in pinned if i in by_id}
-    passing = [e for e in board.entries if e.verdict == "pass" and e.geomean_ns is not None]
-    fastest = sorted(passing, key=lambda e: e.geomean_ns or 0.0)
+    fastest = sorted(board.passing(), key=lambda e: e.geomean_ns or 0.0)
     newest = sorted(board.entries, key=lambda e: e.created_at, reverse=True)
     for entry in fastest[: limit // 2]:
         chosen.setdefault(entry.id, entry)

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from kernels.judge.report import JudgeReport
-from kernels.judge.runner import JudgeConfig, Timeouts, evaluate
+from kernels.judge.runner import JudgeConfig, Progress, Timeouts, evaluate
 from kernels.suites import Spec, Suite
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,7 +39,9 @@ def no_leftover_processes() -> Iterator[None]:
     assert leftovers == [], f"processes left behind: {leftovers}"
 
 
-def judge(path: Path, mode: str = "test", **overrides: object) -> JudgeReport:
+def judge(
+    path: Path, mode: str = "test", on_progress: Progress | None = None, **overrides: object
+) -> JudgeReport:
     """Judge a file on the tiny suite on the CPU with the quick rule."""
     settings: dict[str, object] = {
         "suite": TINY,
@@ -50,7 +52,7 @@ def judge(path: Path, mode: str = "test", **overrides: object) -> JudgeReport:
         "memory_limit_bytes": 3 * 2**30,
     }
     settings.update(overrides)
-    return evaluate(path, JudgeConfig(**settings))  # type: ignore[arg-type]
+    return evaluate(path, JudgeConfig(**settings), on_progress)  # type: ignore[arg-type]
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

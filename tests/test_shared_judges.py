@@ -16,8 +16,7 @@ from kernels.judge.device_turns import turn_file
 from kernels.judge.environment import judged_environment
 from kernels.judge.locks import file_lock
 from kernels.judge.report import JudgeReport
-from kernels.judge.runner import JudgeConfig, evaluate
-from tests.conftest import CANDIDATES, FAST_TIMEOUTS, TINY, judge
+from tests.conftest import CANDIDATES, judge
 
 # A slow candidate that notes when each of its calls ran, so overlapping calls of two judges show.
 CALL_LOGGER = """
@@ -58,11 +57,7 @@ def test_a_judge_waits_for_its_turn_and_says_so(tmp_path: Path) -> None:
     thread.start()
     held.wait()
     frames: list[dict] = []
-    config = JudgeConfig(
-        suite=TINY, mode="all", device="cpu", rule="quick", timeouts=FAST_TIMEOUTS,
-        memory_limit_bytes=3 * 2**30, device_turns=turns,
-    )  # fmt: skip
-    report = evaluate(CANDIDATES / "torch_geqrf.py", config, note)
+    report = judge(CANDIDATES / "torch_geqrf.py", "all", note, device_turns=turns)
     thread.join()
     assert report.passed, report.reason
     assert report.phases_s["device_wait"] >= 0.9
@@ -98,11 +93,7 @@ def test_a_judge_spares_a_process_another_thread_started_meanwhile(tmp_path: Pat
         if frame.get("phase") == "load" and not started:
             started.append(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]))
 
-    config = JudgeConfig(
-        suite=TINY, mode="test", device="cpu", rule="quick", timeouts=FAST_TIMEOUTS,
-        memory_limit_bytes=3 * 2**30,
-    )  # fmt: skip
-    report = evaluate(CANDIDATES / "torch_geqrf.py", config, start_agent)
+    report = judge(CANDIDATES / "torch_geqrf.py", "test", start_agent)
     try:
         assert report.passed, report.reason
         assert started and started[0].poll() is None
