@@ -14,7 +14,7 @@ from kernels.fast.config import (
     load_config,
     parse_config,
 )
-from kernels.fast.plan import TFactorOp, UpdateOp, make_plan
+from kernels.fast.plan import FusedOp, TFactorOp, UpdateOp, make_plan
 
 
 def _shipped() -> dict:
@@ -34,7 +34,7 @@ def test_env_var_points_the_loader_at_another_file(tmp_path: Path, monkeypatch) 
     monkeypatch.setenv("QRSUP_FAST_CONFIGS", str(path))
     config = load_config()
     assert config.source == path
-    assert config.for_shape(60, 1024).name == "tuned"
+    assert config.for_shape(640, 512).name == "tuned"
 
 
 def test_value_outside_the_declared_space_is_refused() -> None:
@@ -108,3 +108,35 @@ def test_dumped_configs_read_back_unchanged(tmp_path: Path) -> None:
     path.write_text(dump_config(config))
     again = load_config(path)
     assert again.space == config.space and again.shapes == config.shapes
+
+
+def test_an_unknown_precision_or_path_is_refused_even_when_declared() -> None:
+    for key, value in (("update_apply_precision", "fp8"), ("path", "magic")):
+        raw = _shipped()
+        raw["space"][key].append(value)
+        raw["shape"][0][key] = value
+        with pytest.raises(ConfigError, match=f"{key} = '{value}' is not one of"):
+            parse_config(raw, Path("bad.toml"))
+
+
+def test_fused_path_is_one_launch_where_a_panel_spans_every_row() -> None:
+    shape = dataclasses.replace(load_config(DEFAULT_CONFIGS).for_shape(40, 352), path="fused")
+    plan = make_plan(40, 352, shape)
+    assert plan is not None and len(plan.ops) == 1 and isinstance(plan.ops[0], FusedOp)
+    op = plan.ops[0]
+    assert op.rows == (512, 256, 128) and op.kb % op.nb == 0
+    assert plan.t_width >= op.kb
+    too_tall = make_plan(2, 100_000, dataclasses.replace(shape, max_panel_elems=8192))
+    assert too_tall is None or not any(isinstance(op, FusedOp) for op in too_tall.ops)
+
+
+def test_row_split_gram_sizes_its_parts_buffer() -> None:
+    shape = dataclasses.replace(
+        load_config(DEFAULT_CONFIGS).for_shape(2, 4096), t_gram_rows=256, block_width=64
+    )
+    plan = make_plan(2, 4096, shape)
+    assert plan is not None
+    joins = [op for op in plan.ops if isinstance(op, TFactorOp)]
+    assert joins and all(op.gram_rows % shape.update_block_m == 0 for op in joins if op.gram_rows)
+    assert plan.g_slabs == -(-4096 // 256)
+    assert joins[-1].gram_rows == 0 or 4096 - joins[-1].col > 256

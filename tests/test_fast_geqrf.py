@@ -19,7 +19,7 @@ from kernels.fast.geqrf import FastGeqrf, NonFiniteInputError, geqrf
 from kernels.fast.interpret import patch_scalar_index
 from kernels.fast.panel import qr_panel_kernel
 from kernels.fast.plan import PanelOp, Plan, UpdateOp, next_pow2
-from kernels.fast.tfactor import qr_tfactor_kernel
+from kernels.fast.tfactor import qr_gram_kernel, qr_tfactor_kernel
 from kernels.fast.update import qr_update_kernel
 from kernels.generators import generate_input
 from kernels.suites import Spec
@@ -102,7 +102,7 @@ def test_a_plan_mixing_panel_widths_passes() -> None:
         ops.append(PanelOp(col=col, nb=nb, block_m=next_pow2(45 - col), warps=1, t_offset=0))
         if col + nb < 45:
             ops.append(UpdateOp(col, nb, 16, 0, col + nb, 45, slab_rows=0))
-    plan = Plan(batch=2, n=45, ops=tuple(ops), t_width=16, w_width=0, shape=shape)
+    plan = Plan(batch=2, n=45, ops=tuple(ops), t_width=16, w_width=0, g_slabs=0, shape=shape)
     a = torch.randn(2, 45, 45, device=DEVICE)
     out = Buffers.allocate(a, plan)
     patch_scalar_index()
@@ -210,7 +210,7 @@ def test_update_kernel_matches_the_reference_block_reflector() -> None:
     amax = torch.ones(batch, device=DEVICE)
     qr_update_kernel[(batch, 2)](
         h, h, t.contiguous(), amax, n, col, nb, col + nb, n, *h.stride(), *h.stride(), nb * nb, nb,
-        NBP=16, BM=16, BN=16, PRECISION="ieee",
+        NBP=16, BM=16, BN=16, PRECISION="ieee", APPLY_PRECISION="ieee",
     )  # fmt: skip
     expected = blocked_wy.apply_block_reflector_t(v, t, a[:, col:, col + nb :])
     assert torch.allclose(h[:, col:, col + nb :], expected, atol=1e-4)
@@ -228,13 +228,38 @@ def test_tfactor_joins_the_panels_t_into_the_block_t() -> None:
     for p in range(0, width, nb):
         _, t_panel = blocked_wy.build_t(v[:, p:, p : p + nb], tau[:, p : p + nb])
         t[:, p : p + nb, p : p + nb] = t_panel
+    g = torch.empty(batch, 0, device=DEVICE)
     qr_tfactor_kernel[(batch,)](
-        h, t, n, col, width, nb, *h.stride(), t.stride(0), t.stride(1),
-        KBP=32, BM=16, PRECISION="ieee",
+        h, t, g, n, col, width, nb, 0, *h.stride(), t.stride(0), t.stride(1), 0,
+        KBP=32, BM=16, PRECISION="ieee", FROM_PARTS=False,
     )  # fmt: skip
     _, expected = blocked_wy.build_t(v, tau)
     assert torch.allclose(t[:, :width, :width], expected, atol=1e-4)
     assert torch.all(t[:, width:] == 0) and torch.all(t[:, :, width:] == 0)
+
+
+def test_row_split_gram_parts_join_into_the_same_t() -> None:
+    patch_scalar_index()
+    batch, n, col, nb, width, slab = 2, 70, 4, 8, 24, 16
+    block, tau = blocked_wy.factor_panel(torch.randn(batch, n - col, width, device=DEVICE))
+    v = blocked_wy.unit_lower(block)
+    h = torch.randn(batch, n, n, device=DEVICE)
+    h[:, col:, col : col + width] = block
+    t = torch.zeros(batch, 32, 32, device=DEVICE)
+    for p in range(0, width, nb):
+        _, t_panel = blocked_wy.build_t(v[:, p:, p : p + nb], tau[:, p : p + nb])
+        t[:, p : p + nb, p : p + nb] = t_panel
+    slabs = -(-(n - col) // slab)
+    g = torch.full((batch, slabs, 32, 32), float("nan"), device=DEVICE)
+    qr_gram_kernel[(batch, slabs)](
+        h, g, n, col, width, slab, *h.stride(), g.stride(0), KBP=32, BM=16, PRECISION="ieee"
+    )
+    qr_tfactor_kernel[(batch,)](
+        h, t, g, n, col, width, nb, slabs, *h.stride(), t.stride(0), t.stride(1), g.stride(0),
+        KBP=32, BM=16, PRECISION="ieee", FROM_PARTS=True,
+    )  # fmt: skip
+    _, expected = blocked_wy.build_t(v, tau)
+    assert torch.allclose(t[:, :width, :width], expected, atol=1e-4)
 
 
 @pytest.mark.gpu
@@ -260,3 +285,79 @@ def test_graph_replay_gives_fresh_outputs_equal_to_eager(tmp_path: Path) -> None
     assert not torch.equal(h1, h2)
     h_eager, tau_eager = eager(a1)
     assert torch.equal(h1, h_eager) and torch.equal(tau1, tau_eager)
+
+
+FUSED = {"path": "fused", "block_width": 16, "panel_width": 8, "fused_warps": 2}
+FUSED_TILES = {"update_block_m": 16, "update_block_n": 16}
+
+
+@pytest.mark.parametrize("case", [*CASES, "mixed"])
+def test_fused_path_passes_every_input_case_across_blocks(
+    tmp_path: Path, case: str, nan_poisoned_empty: None
+) -> None:
+    solver = _solver_with(tmp_path, **FUSED, **FUSED_TILES)
+    a = generate_input(Spec(batch=3, n=40, cond=2, case=case, seed=7), device=DEVICE)
+    h, tau = solver(a)
+    _assert_passes(a, h, tau)
+
+
+@pytest.mark.parametrize(("batch", "n"), [(1, 1), (2, 2), (5, 3), (1, 17), (2, 33), (1, 70)])
+def test_fused_path_passes_awkward_sizes(
+    tmp_path: Path, batch: int, n: int, nan_poisoned_empty: None
+) -> None:
+    solver = _solver_with(tmp_path, **FUSED, **FUSED_TILES)
+    a = torch.randn(batch, n, n, device=DEVICE)
+    h, tau = solver(a)
+    assert h.shape == (batch, n, n) and tau.shape == (batch, n)
+    _assert_passes(a, h, tau)
+
+
+@pytest.mark.parametrize(
+    "knobs",
+    [
+        {"block_width": 32, "panel_width": 8},  # several panels per block, short panels
+        {"block_width": 32, "panel_width": 16, "update_block_m": 32, "update_block_n": 32},
+        {"block_width": 16, "panel_width": 16},  # one panel per block: no T join
+    ],
+)
+def test_fused_path_blockings_match_torch_geqrf(tmp_path: Path, knobs: dict[str, object]) -> None:
+    solver = _solver_with(tmp_path, **{**FUSED, **FUSED_TILES, **knobs})
+    a = generate_input(Spec(batch=2, n=70, cond=2, case="rowscale", seed=9), device=DEVICE)
+    h, tau = solver(a)
+    _assert_passes(a, h, tau)
+    h_ref, tau_ref = torch.geqrf(a.cpu())
+    assert torch.allclose(tau.cpu(), tau_ref, atol=1e-4)
+    assert torch.allclose(torch.triu(h).cpu().abs(), torch.triu(h_ref).abs(), atol=1e-3)
+
+
+@pytest.mark.parametrize("magnitude", [1e-30, 1e30])
+def test_fused_path_rescales_extreme_magnitudes_exactly(tmp_path: Path, magnitude: float) -> None:
+    solver = _solver_with(tmp_path, **FUSED, **FUSED_TILES)
+    base = torch.randn(2, 40, 40, device=DEVICE)
+    h_ref, tau_ref = solver(base)
+    h, tau = solver(base * magnitude)
+    _assert_passes(base * magnitude, h, tau)
+    assert torch.allclose(tau, tau_ref, atol=1e-5)
+    assert torch.allclose(torch.triu(h) / magnitude, torch.triu(h_ref), rtol=1e-4, atol=1e-4)
+
+
+def test_fused_path_reads_strided_input_and_flags_nan(tmp_path: Path) -> None:
+    solver = _solver_with(tmp_path, **FUSED, **FUSED_TILES)
+    a = torch.randn(3, 36, 72, device=DEVICE)[:, :, ::2]
+    before = a.clone()
+    h, tau = solver(a)
+    assert torch.equal(a, before) and h.is_contiguous()
+    _assert_passes(a, h, tau)
+    bad = torch.randn(2, 40, 40, device=DEVICE)
+    bad[1, 20, 39] = float("nan")
+    with pytest.raises(NonFiniteInputError):
+        solver(bad)
+
+
+def test_per_product_precisions_and_row_split_gram_pass(tmp_path: Path) -> None:
+    knobs = {"block_width": 32, "panel_width": 8, "t_gram_rows": 128, "update_block_m": 32}
+    knobs |= {"update_apply_precision": "tf32", "t_precision": "ieee"}
+    solver = _solver_with(tmp_path, **knobs)
+    a = generate_input(Spec(batch=2, n=200, cond=2, case="mixed", seed=4), device=DEVICE)
+    h, tau = solver(a)
+    _assert_passes(a, h, tau)

@@ -52,7 +52,18 @@ class ShapeConfig:
     update_split_rows: int
     """Rows per program of the row-split update's Vᵀ·C sum."""
     update_precision: str
-    """tl.dot precision of the products that contract against the trailing matrix."""
+    """tl.dot precision of Vᵀ·C and Tᵀ·W, the products that contract against the trailing matrix."""
+    update_apply_precision: str
+    """tl.dot precision of V·W, the update's last product (V's entries are bounded by 1)."""
+    t_precision: str
+    """tl.dot precision of the T join's VᵀV and its triangular products."""
+    t_gram_rows: int
+    """Rows per program of the T join's VᵀV, summed over row slabs in parallel (0: one program)."""
+    path: str
+    """Algorithm: "blocked" launches every panel, T join and update; "fused" runs one program
+    per matrix that does them all (the matrix must fit its register budget as one panel column)."""
+    fused_warps: int
+    """Warps of the fused path's program, which runs every stage of one matrix."""
     graph: bool
     """Capture the launch sequence once per shape and replay it as a CUDA graph."""
 
@@ -63,6 +74,14 @@ class ShapeConfig:
         return fits_n and fits_batch
 
 
+PRECISIONS = ("ieee", "tf32x3", "tf32")
+PATHS = ("blocked", "fused")
+_CHOICES = {
+    "update_precision": PRECISIONS,
+    "update_apply_precision": PRECISIONS,
+    "t_precision": PRECISIONS,
+    "path": PATHS,
+}
 _BOUNDS = ("n_max", "batch_max")
 _KNOBS = tuple(f.name for f in fields(ShapeConfig) if f.name not in ("name", *_BOUNDS))
 
@@ -169,8 +188,14 @@ def _parse_shape(raw: object, space: dict[str, tuple[object, ...]], where: str) 
         "max_panel_elems",
         "update_block_m",
         "update_block_n",
+        "fused_warps",
     ):
         value = getattr(shape, key)
         if value & (value - 1):
             raise ConfigError(f"{where}: {key} = {value} must be a power of two")
+    for key, known in _CHOICES.items():
+        if getattr(shape, key) not in known:
+            raise ConfigError(f"{where}: {key} = {getattr(shape, key)!r} is not one of {known}")
+    if shape.t_gram_rows < 0:
+        raise ConfigError(f"{where}: t_gram_rows = {shape.t_gram_rows} must be ≥ 0")
     return shape

@@ -1,18 +1,21 @@
-"""Launch sequence of one factorization: prescale, then the plan's panel, T and update launches."""
+"""Launch sequence of one factorization: prescale, then the plan's panel, T and update launches
+(or the fused path's single launch)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
 import triton
 
-from kernels.fast.panel import qr_panel_kernel
-from kernels.fast.plan import PanelOp, Plan, TFactorOp, UpdateOp
-from kernels.fast.scale import qr_amax_kernel
-from kernels.fast.tfactor import qr_tfactor_kernel
-from kernels.fast.update import qr_update_kernel
-from kernels.fast.update_split import qr_update_apply_kernel, qr_update_w_kernel
+from .fused import qr_fused_kernel
+from .panel import qr_panel_kernel
+from .plan import FusedOp, PanelOp, Plan, TFactorOp, UpdateOp, dot_width
+from .scale import qr_amax_kernel
+from .tfactor import qr_gram_kernel, qr_tfactor_kernel
+from .update import qr_update_kernel
+from .update_split import qr_update_apply_kernel, qr_update_w_kernel
 
 AMAX_BLOCK_R = 32
 AMAX_BLOCK_C = 128
@@ -26,27 +29,36 @@ class Buffers:
     tau: torch.Tensor  # batch × n
     t: torch.Tensor  # batch × t_width × t_width
     w: torch.Tensor  # batch × w_width × n (row-split updates only)
+    g: torch.Tensor  # batch × g_slabs × t_width × t_width (row-split T joins only)
     amax: torch.Tensor  # batch
 
     @classmethod
     def allocate(cls, a: torch.Tensor, plan: Plan) -> Buffers:
-        """Uninitialised buffers for `a` (every element of h and tau gets written)."""
-        batch, n = a.shape[0], a.shape[-1]
-
-        def empty(*shape: int) -> torch.Tensor:
-            return torch.empty(shape, dtype=a.dtype, device=a.device)
-
-        return cls(
-            h=empty(batch, n, n),
-            tau=empty(batch, n),
-            t=empty(batch, plan.t_width, plan.t_width),
-            w=empty(batch, plan.w_width, n),
-            amax=empty(batch),
+        """Uninitialised buffers for `a` (every element of h and tau gets written); the scratch
+        shares one allocation, since small shapes pay per allocation."""
+        batch, n, tw = a.shape[0], a.shape[-1], plan.t_width
+        shapes = (
+            (batch, tw, tw),
+            (batch, plan.w_width, n),
+            (batch, plan.g_slabs, tw, tw),
+            (batch,),
         )
+        sizes = [math.prod(shape) for shape in shapes]
+        scratch = torch.empty(sum(sizes), dtype=a.dtype, device=a.device)
+        t, w, g, amax = (
+            part.view(shape) for part, shape in zip(scratch.split(sizes), shapes, strict=True)
+        )
+        h = torch.empty((batch, n, n), dtype=a.dtype, device=a.device)
+        tau = torch.empty((batch, n), dtype=a.dtype, device=a.device)
+        return cls(h=h, tau=tau, t=t, w=w, g=g, amax=amax)
 
 
 def run_plan(a: torch.Tensor, plan: Plan, out: Buffers) -> None:
     """Factor `a` (batch × n × n, any strides) into `out` by the launches `plan` lists."""
+    first = plan.ops[0]
+    if isinstance(first, FusedOp):
+        _fused(a, plan, first, out)
+        return
     single = len(plan.ops) == 1
     if not single:
         out.amax.zero_()
@@ -55,13 +67,25 @@ def run_plan(a: torch.Tensor, plan: Plan, out: Buffers) -> None:
             a, out.amax, plan.n, *a.stride(), BLOCK_R=AMAX_BLOCK_R, BLOCK_C=AMAX_BLOCK_C
         )
     for op in plan.ops:
-        src = a if op.col == 0 else out.h  # only launches that start at column 0 read A
         if isinstance(op, PanelOp):
-            _panel(src, plan, op, out, single)
+            _panel(a if op.col == 0 else out.h, plan, op, out, single)
         elif isinstance(op, UpdateOp):
-            _update(src, plan, op, out)
-        else:
+            _update(a if op.col == 0 else out.h, plan, op, out)
+        elif isinstance(op, TFactorOp):
             _tfactor(plan, op, out)
+
+
+def _fused(a: torch.Tensor, plan: Plan, op: FusedOp, out: Buffers) -> None:
+    shape, h, t = plan.shape, out.h, out.t
+    qr_fused_kernel[(plan.batch,)](
+        a, h, out.tau, t, out.amax, plan.n, *a.stride(), h.stride(0), h.stride(1),
+        out.tau.stride(0), t.stride(0),
+        ROWS0=op.rows[0], ROWS1=op.rows[1], ROWS2=op.rows[2], NB=op.nb, KB=op.kb,
+        NBP=dot_width(op.nb), KBP=plan.t_width, BM=shape.update_block_m, BN=shape.update_block_n,
+        PRECISION=shape.update_precision, APPLY_PRECISION=shape.update_apply_precision,
+        T_PRECISION=shape.t_precision, PAIR_REDUCE=shape.panel_pair_reduce and a.is_cuda,
+        num_warps=op.warps, num_stages=shape.update_stages,
+    )  # fmt: skip
 
 
 def _panel(src: torch.Tensor, plan: Plan, op: PanelOp, out: Buffers, single: bool) -> None:
@@ -80,11 +104,12 @@ def _update(src: torch.Tensor, plan: Plan, op: UpdateOp, out: Buffers) -> None:
     col_blocks = triton.cdiv(op.c_end - op.c_start, shape.update_block_n)
     tiles = dict(NBP=op.dot_width, BM=shape.update_block_m, BN=shape.update_block_n)
     tiles |= dict(PRECISION=shape.update_precision, num_warps=shape.update_warps)
+    apply = dict(APPLY_PRECISION=shape.update_apply_precision)
     span = (plan.n, op.col, op.nb, op.c_start, op.c_end)
     if not op.slab_rows:
         qr_update_kernel[(plan.batch, col_blocks)](
             src, h, t, out.amax, *span, *src.stride(), *h.stride(), t.stride(0), t.stride(1),
-            num_stages=shape.update_stages, **tiles,
+            num_stages=shape.update_stages, **tiles, **apply,
         )  # fmt: skip
         return
     w = out.w
@@ -97,14 +122,20 @@ def _update(src: torch.Tensor, plan: Plan, op: UpdateOp, out: Buffers) -> None:
     row_blocks = triton.cdiv(plan.n - op.col, shape.update_block_m)
     qr_update_apply_kernel[(plan.batch, col_blocks, row_blocks)](
         src, h, w, t, out.amax, *span, *src.stride(), *h.stride(),
-        w.stride(0), w.stride(1), t.stride(0), t.stride(1), **tiles,
+        w.stride(0), w.stride(1), t.stride(0), t.stride(1), **tiles, **apply,
     )  # fmt: skip
 
 
 def _tfactor(plan: Plan, op: TFactorOp, out: Buffers) -> None:
-    h, t = out.h, out.t
+    h, t, g, shape = out.h, out.t, out.g, plan.shape
+    tiles = dict(KBP=op.dot_width, BM=shape.update_block_m, PRECISION=shape.t_precision)
+    slabs = triton.cdiv(plan.n - op.col, op.gram_rows) if op.gram_rows else 0
+    if slabs:
+        qr_gram_kernel[(plan.batch, slabs)](
+            h, g, plan.n, op.col, op.width, op.gram_rows, *h.stride(), g.stride(0),
+            num_warps=op.warps, **tiles,
+        )  # fmt: skip
     qr_tfactor_kernel[(plan.batch,)](
-        h, t, plan.n, op.col, op.width, op.nb, *h.stride(), t.stride(0), t.stride(1),
-        KBP=op.dot_width, BM=plan.shape.update_block_m, PRECISION=plan.shape.update_precision,
-        num_warps=op.warps,
+        h, t, g, plan.n, op.col, op.width, op.nb, slabs, *h.stride(), t.stride(0), t.stride(1),
+        g.stride(0), FROM_PARTS=bool(slabs), num_warps=op.warps, **tiles,
     )  # fmt: skip

@@ -7,11 +7,11 @@ import functools
 import torch
 from triton import knobs
 
-from kernels.fast.config import Config, load_config
-from kernels.fast.driver import Buffers, run_plan
-from kernels.fast.graphs import GraphCache
-from kernels.fast.interpret import patch_scalar_index
-from kernels.fast.plan import make_plan
+from .config import Config, load_config
+from .driver import Buffers, run_plan
+from .graphs import GraphCache
+from .interpret import patch_scalar_index
+from .plan import Plan, make_plan
 
 
 class NonFiniteInputError(ValueError):
@@ -19,11 +19,12 @@ class NonFiniteInputError(ValueError):
 
 
 class FastGeqrf:
-    """The blocked compact-WY QR for one configs file, with the CUDA graphs it has captured."""
+    """The blocked compact-WY QR for one configs file, with its plans and captured CUDA graphs."""
 
     def __init__(self, config: Config) -> None:
         self.config = config
         self._graphs = GraphCache()
+        self._plans: dict[tuple[int, int], Plan | None] = {}
 
     def __call__(
         self, a: torch.Tensor, *, check_finite: bool = True
@@ -35,11 +36,10 @@ class FastGeqrf:
         batch, n = a.shape[0], a.shape[-1]
         if a.numel() == 0:
             return a.clone(memory_format=torch.contiguous_format), a.new_zeros((batch, n))
-        shape = self.config.for_shape(batch, n)
-        plan = make_plan(batch, n, shape)
+        plan = self._plan(batch, n)
         if plan is None:
             return _fallback(a, check_finite)
-        if shape.graph and a.is_cuda:
+        if plan.shape.graph and a.is_cuda:
             static = self._graphs.run(a, plan)
             h, tau, amax = static.h.clone(), static.tau.clone(), static.amax
         else:
@@ -49,6 +49,13 @@ class FastGeqrf:
         if check_finite and not bool(torch.isfinite(amax).all()):
             raise NonFiniteInputError("geqrf: A contains NaN or Inf")
         return h, tau
+
+    def _plan(self, batch: int, n: int) -> Plan | None:
+        """The plan of one shape, looked up once: small shapes pay for every host microsecond."""
+        key = (batch, n)
+        if key not in self._plans:
+            self._plans[key] = make_plan(batch, n, self.config.for_shape(batch, n))
+        return self._plans[key]
 
 
 def geqrf(a: torch.Tensor, *, check_finite: bool = True) -> tuple[torch.Tensor, torch.Tensor]:

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 import torch
 
-from kernels.fast.driver import Buffers, run_plan
-from kernels.fast.plan import Plan
+from .driver import Buffers, run_plan
+from .plan import Plan
 
 
 @dataclass(frozen=True)

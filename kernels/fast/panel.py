@@ -12,12 +12,60 @@ which never divides by τ, so a reflector with τ = 0 leaves a zero row and colu
 import triton
 import triton.language as tl
 
-from kernels.fast.scale import abs_or_inf, scale_for
+from .scale import abs_or_inf, scale_for
 
 
 @triton.jit
 def _add_pair(a0, b0, a1, b1):
     return a0 + a1, b0 + b1
+
+
+@triton.jit
+def householder_tile(p, BLOCK_M: tl.constexpr, NB: tl.constexpr, PAIR_REDUCE: tl.constexpr):
+    """Householder QR of a BLOCK_M × NB register tile (rows past the matrix are zero).
+
+    Returns the tile with R on and above its diagonal and V below it, the tile's T (NB × NB) and
+    its taus (1 × NB); shared by the panel program and the fused whole-matrix program.
+    """
+    r = tl.arange(0, BLOCK_M)
+    c = tl.arange(0, NB)
+    # Every vector stays a 2-D row (1 × NB) or column (BLOCK_M × 1) of p's layout, and scalars
+    # are 1 × 1: their reductions then stay inside warps and need no layout conversions.
+    rows = r[:, None]  # BLOCK_M × 1
+    cols = c[None, :]  # 1 × NB
+    t_rows = c[:, None]  # NB × 1
+    t = tl.zeros((NB, NB), tl.float32)
+    taus = tl.zeros((1, NB), tl.float32)
+    for i in range(NB):
+        x = tl.sum(tl.where(cols == i, p, 0.0), axis=1, keep_dims=True)  # column i
+        below = rows > i
+        x_tail = tl.where(below, x, 0.0)
+        if PAIR_REDUCE:
+            z, rho = tl.reduce(
+                (x_tail * p, tl.where(rows == i, p, 0.0)), 0, _add_pair, keep_dims=True
+            )
+        else:
+            z = tl.sum(x_tail * p, axis=0, keep_dims=True)  # 1 × NB
+            rho = tl.sum(tl.where(rows == i, p, 0.0), axis=0, keep_dims=True)  # row i
+        alpha = tl.sum(tl.where(cols == i, rho, 0.0), axis=1, keep_dims=True)  # 1 × 1
+        sigma = tl.sum(tl.where(cols == i, z, 0.0), axis=1, keep_dims=True)  # ‖x_tail‖²
+        reflect = sigma > 0.0
+        norm = tl.sqrt(alpha * alpha + sigma)
+        beta = tl.where(reflect, tl.where(alpha >= 0.0, -norm, norm), alpha)
+        tau = tl.where(reflect, (beta - alpha) / tl.where(reflect, beta, 1.0), 0.0)
+        inv_pivot = tl.where(reflect, 1.0 / tl.where(reflect, alpha - beta, 1.0), 0.0)
+        w = rho + inv_pivot * z  # vᵢᵀP
+        v = tl.where(rows == i, 1.0, inv_pivot * x_tail)
+        column = tl.where(rows == i, beta, tl.where(below, inv_pivot * x, x))
+        p = tl.where(cols > i, p - (tau * v) * w, tl.where(cols == i, column, p))
+
+        gram = tl.where(cols < i, w, 0.0)  # (Vᵀvᵢ) over the earlier columns
+        t_gram = tl.sum(t * gram, axis=1, keep_dims=True)  # NB × 1
+        t_column = tl.where(t_rows < i, -tau * t_gram, tl.where(t_rows == i, tau, 0.0))
+        t = tl.where(cols == i, t_column, t)
+        taus = tl.where(cols == i, tau, taus)
+
+    return p, t, taus
 
 
 @triton.jit
@@ -61,42 +109,10 @@ def qr_panel_kernel(
     # Only the first panel reads A; later panels read H, which is already scaled.
     p = p * tl.where(col0 == 0, scale, 1.0)
 
-    # Every vector stays a 2-D row (1 × NB) or column (BLOCK_M × 1) of p's layout, and scalars
-    # are 1 × 1: their reductions then stay inside warps and need no layout conversions.
+    p, t, taus = householder_tile(p, BLOCK_M, NB, PAIR_REDUCE)
     rows = r[:, None]  # BLOCK_M × 1
     cols = c[None, :]  # 1 × NB
     t_rows = c[:, None]  # NB × 1
-    t = tl.zeros((NB, NB), tl.float32)
-    taus = tl.zeros((1, NB), tl.float32)
-    for i in range(NB):
-        x = tl.sum(tl.where(cols == i, p, 0.0), axis=1, keep_dims=True)  # column i
-        below = rows > i
-        x_tail = tl.where(below, x, 0.0)
-        if PAIR_REDUCE:
-            z, rho = tl.reduce(
-                (x_tail * p, tl.where(rows == i, p, 0.0)), 0, _add_pair, keep_dims=True
-            )
-        else:
-            z = tl.sum(x_tail * p, axis=0, keep_dims=True)  # 1 × NB
-            rho = tl.sum(tl.where(rows == i, p, 0.0), axis=0, keep_dims=True)  # row i
-        alpha = tl.sum(tl.where(cols == i, rho, 0.0), axis=1, keep_dims=True)  # 1 × 1
-        sigma = tl.sum(tl.where(cols == i, z, 0.0), axis=1, keep_dims=True)  # ‖x_tail‖²
-        reflect = sigma > 0.0
-        norm = tl.sqrt(alpha * alpha + sigma)
-        beta = tl.where(reflect, tl.where(alpha >= 0.0, -norm, norm), alpha)
-        tau = tl.where(reflect, (beta - alpha) / tl.where(reflect, beta, 1.0), 0.0)
-        inv_pivot = tl.where(reflect, 1.0 / tl.where(reflect, alpha - beta, 1.0), 0.0)
-        w = rho + inv_pivot * z  # vᵢᵀP
-        v = tl.where(rows == i, 1.0, inv_pivot * x_tail)
-        column = tl.where(rows == i, beta, tl.where(below, inv_pivot * x, x))
-        p = tl.where(cols > i, p - (tau * v) * w, tl.where(cols == i, column, p))
-
-        gram = tl.where(cols < i, w, 0.0)  # (Vᵀvᵢ) over the earlier columns
-        t_gram = tl.sum(t * gram, axis=1, keep_dims=True)  # NB × 1
-        t_column = tl.where(t_rows < i, -tau * t_gram, tl.where(t_rows == i, tau, 0.0))
-        t = tl.where(cols == i, t_column, t)
-        taus = tl.where(cols == i, tau, taus)
-
     unscaled = tl.where(rows <= cols, p / scale, p)  # R back to A's scale
     offs_dst = (col0 + r)[:, None] * dst_sr + (col0 + c)[None, :] * dst_sc
     tl.store(dst_ptr + b * dst_sb + offs_dst, unscaled, mask=mask)

@@ -4,6 +4,7 @@ Columns go in blocks of `block_width`; a block is factored as panels of `panel_w
 until rows × width fits the panel program's register budget). After each panel but the last, the
 rest of its block is updated; then the block's T is joined from its panels' T's and the trailing
 matrix is updated once for the whole block. A block of one panel is the plain blocked algorithm.
+The fused path runs that same schedule inside one program per matrix: its plan is one launch.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from kernels.fast.config import ShapeConfig
+from .config import ShapeConfig
 
 MIN_PANEL_WIDTH = 4
 MIN_BLOCK_M = 16
@@ -55,9 +56,22 @@ class TFactorOp:
     nb: int
     dot_width: int
     warps: int
+    gram_rows: int
+    """0: the join sums VᵀV itself; else row slabs of this many rows sum it first (qr_gram)."""
 
 
-Op = PanelOp | UpdateOp | TFactorOp
+@dataclass(frozen=True)
+class FusedOp:
+    """The whole factorization in one program per matrix (fused.py)."""
+
+    rows: tuple[int, int, int]
+    """Row tiles of the panels: the first holds n rows, then half and a quarter (each ≥ 16)."""
+    nb: int
+    kb: int
+    warps: int
+
+
+Op = PanelOp | UpdateOp | TFactorOp | FusedOp
 
 
 @dataclass(frozen=True)
@@ -71,6 +85,8 @@ class Plan:
     """Side of the T buffer."""
     w_width: int
     """Rows of the W buffer of the row-split update (0 when no update splits)."""
+    g_slabs: int
+    """Parts of G per matrix for row-split T joins (0 when no join splits)."""
     shape: ShapeConfig
 
     @property
@@ -91,7 +107,15 @@ def dot_width(width: int) -> int:
 
 @functools.cache
 def make_plan(batch: int, n: int, shape: ShapeConfig) -> Plan | None:
-    """The launches for batch × n × n under `shape`; None when no panel fits the register budget."""
+    """The launches for batch × n × n under `shape`; None when no panel fits the register budget.
+
+    The fused path takes a shape where a panel spanning all n rows fits the register budget;
+    larger shapes of a fused class get the blocked launches.
+    """
+    if shape.path == "fused":
+        nb = _panel_width(n, shape)
+        if nb is not None:
+            return _fused_plan(batch, n, nb, shape)
     ops: list[Op] = []
     col = 0
     while col < n:
@@ -106,7 +130,8 @@ def make_plan(batch: int, n: int, shape: ShapeConfig) -> Plan | None:
                 ops.append(_update(batch, p, nb, p - col, p + nb, end, shape))
         if width > nb:
             warps = 4 if dot_width(width) <= 64 else 8
-            ops.append(TFactorOp(col, width, nb, dot_width(width), warps))
+            gram_rows = _gram_rows(n - col, shape)
+            ops.append(TFactorOp(col, width, nb, dot_width(width), warps, gram_rows))
         if end < n:
             ops.append(_update(batch, col, width, 0, end, n, shape))
         col = end
@@ -116,7 +141,26 @@ def make_plan(batch: int, n: int, shape: ShapeConfig) -> Plan | None:
         + [op.dot_width for op in ops if not isinstance(op, PanelOp)]
     )
     split = [op.dot_width for op in ops if isinstance(op, UpdateOp) and op.slab_rows]
-    return Plan(batch, n, tuple(ops), t_width, max(split, default=0), shape)
+    slabs = [
+        -(-(n - op.col) // op.gram_rows) for op in ops if isinstance(op, TFactorOp) and op.gram_rows
+    ]
+    return Plan(batch, n, tuple(ops), t_width, max(split, default=0), max(slabs, default=0), shape)
+
+
+def _fused_plan(batch: int, n: int, nb: int, shape: ShapeConfig) -> Plan:
+    block_m = max(MIN_BLOCK_M, next_pow2(n))
+    rows = (block_m, max(MIN_BLOCK_M, block_m // 2), max(MIN_BLOCK_M, block_m // 4))
+    kb = max(shape.block_width, nb)
+    op = FusedOp(rows=rows, nb=nb, kb=kb, warps=shape.fused_warps)
+    return Plan(batch, n, (op,), dot_width(kb), 0, 0, shape)
+
+
+def _gram_rows(rows: int, shape: ShapeConfig) -> int:
+    """Rows per slab of a split VᵀV sum, or 0 where one program per matrix walks them all."""
+    if not shape.t_gram_rows or rows <= shape.t_gram_rows:
+        return 0
+    bm = shape.update_block_m
+    return -(-max(shape.t_gram_rows, bm) // bm) * bm
 
 
 def _panel_width(rows: int, shape: ShapeConfig) -> int | None:

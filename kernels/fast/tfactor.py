@@ -4,51 +4,115 @@ Each panel of a block leaves its own T on the block T's diagonal. With G = VᵀV
 the panels are joined left to right by the block form of T⁻¹ = diag(1/τ) + strict_upper(VᵀV):
     T[:s, s:s+nb] = −T[:s, :s]·G[:s, s:s+nb]·T[s:s+nb, s:s+nb],
 two small products per panel, so the trailing matrix is swept once per block, not per panel.
+G is a sum over rows; for small batches of tall matrices (one program per matrix would walk all
+n rows alone) qr_gram_kernel sums row slabs in parallel into per-slab parts, which the join adds.
 """
 
 import triton
 import triton.language as tl
 
-from kernels.fast.update import load_v
+from .update import load_v
+
+
+@triton.jit
+def join_t(
+    h,  # one matrix of H, holding the block's V
+    t,  # the block's T buffer (KBP × KBP at row stride t_sr): panel T's on its diagonal in
+    n,
+    col0,
+    width,
+    nb,
+    h_sr,
+    h_sc,
+    t_sr,
+    g_parts,  # the per-slab parts of G (KBP × KBP each, contiguous), when FROM_PARTS
+    slabs,  # how many parts
+    KBP: tl.constexpr,
+    BM: tl.constexpr,
+    PRECISION: tl.constexpr,
+    FROM_PARTS: tl.constexpr,
+):
+    """G = VᵀV over rows [col0, n), then the panels' T's joined into the block's T, stored whole."""
+    k = tl.arange(0, KBP)
+    g = tl.zeros((KBP, KBP), tl.float32)
+    if FROM_PARTS:
+        for s in range(0, slabs):
+            g += tl.load(g_parts + s * KBP * KBP + k[:, None] * KBP + k[None, :])
+    else:
+        for r0 in range(col0, n, BM):
+            rows = r0 + tl.arange(0, BM)
+            v = load_v(h, rows, k, n, col0, width, h_sr, h_sc)  # BM × KBP
+            g = tl.dot(tl.trans(v), v, g, input_precision=PRECISION)
+
+    panel = k // nb
+    inside = k < width
+    diagonal = (panel[:, None] == panel[None, :]) & inside[:, None] & inside[None, :]
+    t_offs = k[:, None] * t_sr + k[None, :]
+    tt = tl.load(t + t_offs, mask=diagonal, other=0.0)
+    for s in range(nb, width, nb):
+        joined = tl.where(k[None, :] < s, tt, 0.0)  # T[:, :s], upper triangular
+        new = (k >= s) & (k < s + nb)
+        g_new = tl.where((k[:, None] < s) & new[None, :], g, 0.0)  # G[:s, s:s+nb]
+        t_new = tl.where(new[:, None] & new[None, :], tt, 0.0)
+        left = tl.dot(joined, g_new, input_precision=PRECISION)
+        tt = tt - tl.dot(left, t_new, input_precision=PRECISION)
+    tl.store(t + t_offs, tt)
+
+
+@triton.jit
+def qr_gram_kernel(
+    h_ptr,  # batch × n × n: H, holding the block's V
+    g_ptr,  # batch × slabs × KBP × KBP: one part of G per row slab
+    n,
+    col0,
+    width,
+    slab_rows,  # rows per program, a multiple of BM
+    h_sb,
+    h_sr,
+    h_sc,
+    g_sb,
+    KBP: tl.constexpr,
+    BM: tl.constexpr,
+    PRECISION: tl.constexpr,
+):
+    """Grid (batch, row slabs): one slab's VᵀV, written to its own part (no atomics)."""
+    b = tl.program_id(0).to(tl.int64)
+    slab = tl.program_id(1)
+    first = col0 + slab * slab_rows
+    k = tl.arange(0, KBP)
+    h = h_ptr + b * h_sb
+    g = tl.zeros((KBP, KBP), tl.float32)
+    for r0 in range(first, tl.minimum(first + slab_rows, n), BM):
+        rows = r0 + tl.arange(0, BM)
+        v = load_v(h, rows, k, n, col0, width, h_sr, h_sc)  # BM × KBP
+        g = tl.dot(tl.trans(v), v, g, input_precision=PRECISION)
+    tl.store(g_ptr + b * g_sb + slab * KBP * KBP + k[:, None] * KBP + k[None, :], g)
 
 
 @triton.jit
 def qr_tfactor_kernel(
     h_ptr,  # batch × n × n: H, holding the block's V
     t_ptr,  # batch × KBP × KBP (row stride t_sr): panel T's on the diagonal in, block T out
+    g_ptr,  # batch × slabs × KBP × KBP: G's parts from qr_gram_kernel (when FROM_PARTS)
     n,
     col0,  # the block's first column
     width,  # the block's width (≤ KBP)
     nb,  # width of each panel in the block
+    slabs,
     h_sb,
     h_sr,
     h_sc,
     t_sb,
     t_sr,
+    g_sb,
     KBP: tl.constexpr,
     BM: tl.constexpr,
     PRECISION: tl.constexpr,
+    FROM_PARTS: tl.constexpr,
 ):
-    """One program per matrix: G = VᵀV over rows [col0, n), then join the panels' T's."""
+    """One program per matrix: G = VᵀV over rows [col0, n) (or its parts), then the joins."""
     b = tl.program_id(0).to(tl.int64)
-    k = tl.arange(0, KBP)
-    h = h_ptr + b * h_sb
-    g = tl.zeros((KBP, KBP), tl.float32)
-    for r0 in range(col0, n, BM):
-        rows = r0 + tl.arange(0, BM)
-        v = load_v(h, rows, k, n, col0, width, h_sr, h_sc)  # BM × KBP
-        g = tl.dot(tl.trans(v), v, g, input_precision=PRECISION)
-
-    panel = k // nb
-    inside = k < width
-    diagonal = (panel[:, None] == panel[None, :]) & inside[:, None] & inside[None, :]
-    t_offs = k[:, None] * t_sr + k[None, :]
-    t = tl.load(t_ptr + b * t_sb + t_offs, mask=diagonal, other=0.0)
-    for s in range(nb, width, nb):
-        joined = tl.where(k[None, :] < s, t, 0.0)  # T[:, :s], upper triangular
-        new = (k >= s) & (k < s + nb)
-        g_new = tl.where((k[:, None] < s) & new[None, :], g, 0.0)  # G[:s, s:s+nb]
-        t_new = tl.where(new[:, None] & new[None, :], t, 0.0)
-        left = tl.dot(joined, g_new, input_precision=PRECISION)
-        t = t - tl.dot(left, t_new, input_precision=PRECISION)
-    tl.store(t_ptr + b * t_sb + t_offs, t)
+    join_t(
+        h_ptr + b * h_sb, t_ptr + b * t_sb, n, col0, width, nb, h_sr, h_sc, t_sr, g_ptr + b * g_sb,
+        slabs, KBP, BM, PRECISION, FROM_PARTS,
+    )  # fmt: skip

@@ -1,17 +1,19 @@
 """Trailing-update stage, fused: C ← C − V·(Tᵀ·(Vᵀ·C)) on the columns [c_start, c_end).
 
 Each program owns BN trailing columns of one matrix and makes two passes down the rows: the first
-accumulates W = Vᵀ·C (NBP × BN), the second subtracts V·(Tᵀ·W). All three products contract
-against trailing-matrix data, so they run at the configured precision (fp32 "ieee" or 3×TF32
-"tf32x3"; plain "tf32" fails the factor gate on hard cases at n = 512). Rows above the next panel
-are final R after this update and are scaled back to A's scale as they are stored. When batch ×
-column blocks cannot fill the GPU, update_split.py spreads the rows over programs instead.
+accumulates W = Vᵀ·C (NBP × BN), the second subtracts V·(Tᵀ·W). Vᵀ·C and Tᵀ·W contract against
+trailing-matrix data and run at `update_precision` (fp32 "ieee" or 3×TF32 "tf32x3"; plain "tf32"
+fails the factor gate on hard cases at n = 512); V·W runs at `update_apply_precision`, where
+plain TF32 is reported to pass at n = 512 and every product tolerates it from n = 1024. Rows
+above the next panel are final R after this update and are scaled back to A's scale as they are
+stored. When batch × column blocks cannot fill the GPU, update_split.py spreads the rows over
+programs instead.
 """
 
 import triton
 import triton.language as tl
 
-from kernels.fast.scale import scale_for
+from .scale import scale_for
 
 
 @triton.jit
@@ -25,6 +27,54 @@ def load_v(base, rows, k, n, col0, nb, stride_r, stride_c):
         other=0.0,
     )
     return tl.where(inside & (rows[:, None] == vcols[None, :]), 1.0, tail)
+
+
+@triton.jit
+def update_columns(
+    src,  # one matrix of C (read); the same as dst where C is updated in place
+    dst,  # one matrix of H: V in the reflectors' columns, C written here
+    t,  # the reflectors' T (NBP × NBP at row stride t_sr)
+    t_sr,
+    n,
+    col0,  # the reflectors' first column and row
+    nb,  # how many reflectors (≤ NBP)
+    cols,  # BN columns to update (1-D)
+    c_end,  # columns at or past c_end are masked off
+    scale_in,  # C is multiplied by this as it is read
+    scale_out,  # rows that become final R (< col0 + nb) are divided by this as they are stored
+    src_sr,
+    src_sc,
+    dst_sr,
+    dst_sc,
+    NBP: tl.constexpr,
+    BM: tl.constexpr,
+    BN: tl.constexpr,
+    PRECISION: tl.constexpr,
+    APPLY_PRECISION: tl.constexpr,
+):
+    """C ← C − V·(Tᵀ·(Vᵀ·C)) on BN columns, walking rows [col0, n) twice; shared by the fused
+    update programs and the whole-matrix program."""
+    k = tl.arange(0, NBP)
+    w = tl.zeros((NBP, BN), tl.float32)
+    for r0 in range(col0, n, BM):
+        rows = r0 + tl.arange(0, BM)
+        v = load_v(dst, rows, k, n, col0, nb, dst_sr, dst_sc)  # BM × NBP
+        mask = (rows[:, None] < n) & (cols[None, :] < c_end)
+        c = tl.load(src + rows[:, None] * src_sr + cols[None, :] * src_sc, mask=mask, other=0.0)
+        w = tl.dot(tl.trans(v), c * scale_in, w, input_precision=PRECISION)  # NBP × BN
+
+    tmask = (k[:, None] < nb) & (k[None, :] < nb)
+    tt = tl.load(t + k[:, None] * t_sr + k[None, :], mask=tmask, other=0.0)
+    w = tl.dot(tl.trans(tt), w, input_precision=PRECISION)  # Tᵀ·Vᵀ·C
+
+    for r0 in range(col0, n, BM):
+        rows = r0 + tl.arange(0, BM)
+        v = load_v(dst, rows, k, n, col0, nb, dst_sr, dst_sc)
+        mask = (rows[:, None] < n) & (cols[None, :] < c_end)
+        c = tl.load(src + rows[:, None] * src_sr + cols[None, :] * src_sc, mask=mask, other=0.0)
+        c = c * scale_in - tl.dot(v, w, input_precision=APPLY_PRECISION)
+        c = tl.where(rows[:, None] < col0 + nb, c / scale_out, c)  # final R rows
+        tl.store(dst + rows[:, None] * dst_sr + cols[None, :] * dst_sc, c, mask=mask)
 
 
 @triton.jit
@@ -50,33 +100,15 @@ def qr_update_kernel(
     BM: tl.constexpr,
     BN: tl.constexpr,
     PRECISION: tl.constexpr,
+    APPLY_PRECISION: tl.constexpr,
 ):
     """Grid (batch, column blocks): apply the panel's block reflector to BN trailing columns."""
     b = tl.program_id(0).to(tl.int64)
     cols = c_start + tl.program_id(1) * BN + tl.arange(0, BN)
-    k = tl.arange(0, NBP)
-    src = src_ptr + b * src_sb
-    dst = dst_ptr + b * dst_sb
     scale = scale_for(tl.load(amax_ptr + b))
     scale_in = tl.where(col0 == 0, scale, 1.0)  # only the first update reads A
-
-    w = tl.zeros((NBP, BN), tl.float32)
-    for r0 in range(col0, n, BM):
-        rows = r0 + tl.arange(0, BM)
-        v = load_v(dst, rows, k, n, col0, nb, dst_sr, dst_sc)  # BM × NBP
-        mask = (rows[:, None] < n) & (cols[None, :] < c_end)
-        c = tl.load(src + rows[:, None] * src_sr + cols[None, :] * src_sc, mask=mask, other=0.0)
-        w = tl.dot(tl.trans(v), c * scale_in, w, input_precision=PRECISION)  # NBP × BN
-
-    tmask = (k[:, None] < nb) & (k[None, :] < nb)
-    t = tl.load(t_ptr + b * t_sb + k[:, None] * t_sr + k[None, :], mask=tmask, other=0.0)
-    w = tl.dot(tl.trans(t), w, input_precision=PRECISION)  # Tᵀ·Vᵀ·C
-
-    for r0 in range(col0, n, BM):
-        rows = r0 + tl.arange(0, BM)
-        v = load_v(dst, rows, k, n, col0, nb, dst_sr, dst_sc)
-        mask = (rows[:, None] < n) & (cols[None, :] < c_end)
-        c = tl.load(src + rows[:, None] * src_sr + cols[None, :] * src_sc, mask=mask, other=0.0)
-        c = c * scale_in - tl.dot(v, w, input_precision=PRECISION)
-        c = tl.where(rows[:, None] < col0 + nb, c / scale, c)  # final R rows
-        tl.store(dst + rows[:, None] * dst_sr + cols[None, :] * dst_sc, c, mask=mask)
+    update_columns(
+        src_ptr + b * src_sb, dst_ptr + b * dst_sb, t_ptr + b * t_sb, t_sr, n, col0, nb, cols,
+        c_end, scale_in, scale, src_sr, src_sc, dst_sr, dst_sc, NBP, BM, BN, PRECISION,
+        APPLY_PRECISION,
+    )  # fmt: skip

@@ -3,14 +3,14 @@ the GPU with one program per column block (2 × 4096 has 128 such blocks, each 4
 
 qr_update_w_kernel sums W = Vᵀ·C over row slabs in parallel, adding each slab's part into a zeroed
 W buffer with atomics; qr_update_apply_kernel then gives every (row block, column block) tile its
-own program, which forms Tᵀ·W for its columns and subtracts V·(Tᵀ·W). Precision as in update.py.
+own program, which forms Tᵀ·W for its columns and subtracts V·(Tᵀ·W). Precisions as in update.py.
 """
 
 import triton
 import triton.language as tl
 
-from kernels.fast.scale import scale_for
-from kernels.fast.update import load_v
+from .scale import scale_for
+from .update import load_v
 
 
 @triton.jit
@@ -83,6 +83,7 @@ def qr_update_apply_kernel(
     BM: tl.constexpr,
     BN: tl.constexpr,
     PRECISION: tl.constexpr,
+    APPLY_PRECISION: tl.constexpr,
 ):
     """Grid (batch, column blocks, row blocks): C_tile ← C_tile − V_rows·(Tᵀ·W_cols)."""
     b = tl.program_id(0).to(tl.int64)
@@ -103,6 +104,6 @@ def qr_update_apply_kernel(
     v = load_v(dst, rows, k, n, col0, nb, dst_sr, dst_sc)
     mask = (rows[:, None] < n) & (cols[None, :] < c_end)
     c = tl.load(src + rows[:, None] * src_sr + cols[None, :] * src_sc, mask=mask, other=0.0)
-    c = c * scale_in - tl.dot(v, w, input_precision=PRECISION)
+    c = c * scale_in - tl.dot(v, w, input_precision=APPLY_PRECISION)
     c = tl.where(rows[:, None] < col0 + nb, c / scale, c)
     tl.store(dst + rows[:, None] * dst_sr + cols[None, :] * dst_sc, c, mask=mask)
