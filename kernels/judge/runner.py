@@ -27,6 +27,7 @@ from kernels.judge.environment import judged_environment
 from kernels.judge.manifest import changed_files
 from kernels.judge.processes import (
     become_subreaper,
+    descendants,
     kill_processes,
     kill_tree,
     make_undumpable,
@@ -230,7 +231,8 @@ def _run_referee(
         kill_tree(proc.pid)
         proc.wait()
         referee_log.close()
-        kill_processes(marked_children(RUN_MARK, run_mark))
+        escapees = marked_children(RUN_MARK, run_mark)
+        kill_processes(escapees + [d for e in escapees for d in descendants(e.pid)])
     if result is None:
         code = proc.returncode
         log = _read_output(work_dir / "referee.log")
