@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 import time
@@ -23,13 +24,22 @@ from agents.store import Store
 from agents.tuner import Sample, TunerProposer
 from kernels.suites import get_suite
 
+# qrsup's own code (found without importing what lies above this layer): a coding agent reads
+# it, never edits it.
+QRSUP_PACKAGES = tuple(
+    Path(location).resolve()
+    for name in ("agents", "kernels", "supervisor", "prompts")
+    for location in (importlib.util.find_spec(name).submodule_search_locations or [])
+)
+
 
 def build_proposer(spec: AgentSpec, session: SessionConfig, store: Store) -> Proposer:
     """The agent's proposer; tuner samples come from this session's evaluated candidates."""
     if spec.proposer == "openai":
         return OpenAIProposer(ModelConfig.from_mapping(spec.model))
     if spec.proposer == "command":
-        return CommandProposer(CommandConfig(template=spec.command))
+        protected = (session.workspace, *QRSUP_PACKAGES)
+        return CommandProposer(CommandConfig(template=spec.command, read_only=protected))
     space = space_for(spec.family, REPO_ROOT)
     suite = get_suite(session.suite)
 
@@ -55,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     paths.pid_file(name).write_text(str(os.getpid()))
     store = Store(paths.store)
     try:
-        evaluator = Evaluator(get_suite(session.suite), device, session.rule)
+        evaluator = Evaluator.for_session(paths, session, device)
         proposer = build_proposer(spec, session, store)
         advisor = build_advisor(spec, session, paths)
         agent = ResearchAgent(paths, session, spec, store, proposer, evaluator, advisor)

@@ -9,13 +9,17 @@ promote rests on a gain larger than the noise measured in the same run.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from agents.session import RunPaths, SessionConfig
+from agents.settings import load_settings
+from kernels.judge.manifest import load_manifest, save_manifest, take_manifest
 from kernels.judge.report import JudgeReport
 from kernels.judge.runner import JudgeConfig, evaluate
-from kernels.suites import Suite
+from kernels.judge.sandbox import IsolationSettings
+from kernels.suites import Suite, get_suite
 from kernels.timing import geomean
 
 Progress = Callable[[dict], None]
@@ -73,14 +77,45 @@ class RetimingFailure:
 class Evaluator:
     """Runs the stages for one suite and device."""
 
-    def __init__(self, suite: Suite, device: str, rule: str) -> None:
+    def __init__(
+        self,
+        suite: Suite,
+        device: str,
+        rule: str,
+        isolation: IsolationSettings | None = None,
+        manifest: Mapping[str, str] | None = None,
+    ) -> None:
         self.suite = suite
         self.device = device
         self.rule = rule
+        self.isolation = isolation or IsolationSettings()
+        self.manifest = manifest
         self.quick_indices = list(range(0, len(suite.benchmarks), 2))
 
+    @classmethod
+    def for_session(cls, paths: RunPaths, session: SessionConfig, device: str) -> Evaluator:
+        """The session's suite and rule, the workspace's judge settings, and the judge's files
+        as they were when the session started (taken now for a session that predates that)."""
+        if not paths.judge_manifest.exists():
+            save_manifest(paths.judge_manifest, take_manifest())
+        return cls(
+            get_suite(session.suite),
+            device,
+            session.rule,
+            load_settings(session.workspace).judge,
+            load_manifest(paths.judge_manifest),
+        )
+
     def _config(self, suite: Suite, mode: str, rule: str, seed: int | None = None) -> JudgeConfig:
-        return JudgeConfig(suite=suite, mode=mode, device=self.device, rule=rule, seed=seed)
+        return JudgeConfig(
+            suite=suite,
+            mode=mode,
+            device=self.device,
+            rule=rule,
+            seed=seed,
+            isolation=self.isolation,
+            manifest=self.manifest,
+        )
 
     def quick(self, path: Path, progress: Progress | None = None) -> StageResult:
         subset = Suite(

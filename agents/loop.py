@@ -33,6 +33,7 @@ from agents.session import AgentSpec, RunPaths, SessionConfig
 from agents.steering import AgentState, take_messages
 from agents.store import CandidateRow, Store
 from agents.tuner import source_hash
+from kernels.judge.report import JudgeReport
 from kernels.judge.static_checks import check_candidate_file
 from kernels.profiling.candidate import profile_candidate, trace_path_for, write_latest
 from kernels.profiling.summary import ProfileSummary
@@ -71,6 +72,7 @@ class ResearchAgent:
         self.started = time.monotonic()
         self.iteration = 0
         self.best_ns: float | None = None
+        self.isolation_warning = ""
 
     def run(self) -> int:
         """Reconcile, bootstrap, then iterate until stopped, out of budget or killed."""
@@ -140,9 +142,12 @@ class ResearchAgent:
         record.candidate_id = candidate.id
         result = self._judge(candidate, incumbent)
         record.evaluated = True
+        self._note_isolation(result.report)
         record.verdict, record.reason = result.report.verdict, result.report.reason
         record.spec_means_ns, record.geomean_ns = result.spec_means_ns, result.report.geomean_ns
-        if result.passed and result.stage == "full":
+        if record.verdict == "tampered":
+            self._pause_session(result.report.reason)
+        elif result.passed and result.stage == "full":
             self.heartbeat.update(detail="deciding")
             decided = self.decider.decide(candidate, result, incumbent, self.spec.role, iteration)
             record.decision, record.reason = decided.decision, decided.reason
@@ -258,6 +263,7 @@ class ResearchAgent:
             index,
             rule=self.evaluator.rule,
             trace_out=trace_path_for(path),
+            isolation=self.evaluator.isolation,
         )
         seconds = time.monotonic() - started
         ok = isinstance(result, ProfileSummary)
@@ -318,6 +324,23 @@ class ResearchAgent:
         )
         value, target = format_ms(status.value_ns), format_ms(status.target_ns)
         self.log.write(f"goal met by {record.candidate_id}: {value} < {target}; idling")
+
+    def _note_isolation(self, report: JudgeReport) -> None:
+        """Say once, in the log the TUI shows, when candidates run without the full boundary."""
+        warning = report.isolation_warning()
+        if warning and warning != self.isolation_warning:
+            self.log.write(warning)
+            self.recorder.event({"event": "isolation_incomplete", "missing": report.isolation})
+        self.isolation_warning = warning
+
+    def _pause_session(self, reason: str) -> None:
+        """Judge files changed on disk: every agent of the session pauses until a person looks."""
+        text = f"session paused by {self.name}: {reason}"
+        self.state.paused = True
+        for spec in self.session.agents:
+            inbox.send(self.paths.inbox(spec.name), "pause", text, sender=f"agent {self.name}")
+        self.recorder.event({"event": "session_paused", "reason": reason})
+        self.log.write(text)
 
     def _consult_advisor(self, context: ProposalContext) -> None:
         """On a new plateau, the advisor's ideas go to the inbox like any other steering."""

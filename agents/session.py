@@ -86,6 +86,11 @@ class RunPaths:
         return self.root / "store.sqlite"
 
     @property
+    def judge_manifest(self) -> Path:
+        """Hashes of the judge's files when the session started (kernels.judge.manifest)."""
+        return self.root / "judge-manifest.json"
+
+    @property
     def promote_lock(self) -> Path:
         return self.root / "promote.lock"
 

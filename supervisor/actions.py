@@ -138,7 +138,7 @@ def promote_candidate(
                 False, f"{candidate_id} failed the judge ({candidate.verdict}); not promoted"
             )
         with fleet.revalidation_device(candidate.agent) as device:
-            evaluator = Evaluator(get_suite(session.suite), device, session.rule)
+            evaluator = Evaluator.for_session(fleet.paths, session, device)
             result = promote(
                 session.workspace,
                 fleet.paths,

@@ -9,8 +9,10 @@ from pathlib import Path
 
 from rich.console import Console
 
+from agents.settings import SettingsError, load_settings
 from kernels.judge.report import JudgeReport
 from kernels.judge.runner import JudgeConfig, evaluate
+from kernels.judge.sandbox import IsolationSettings
 from kernels.suites import SuiteError, get_suite
 from kernels.timing import STOPPING_RULES
 from supervisor.errors import UsageError
@@ -66,6 +68,14 @@ def resolve_device(requested: str | None) -> str:
     raise UsageError(f"--device must be cpu, cuda or cuda:N, got {requested!r}")
 
 
+def workspace_isolation(workspace: Path) -> IsolationSettings:
+    """The judge's boundary as the workspace's qrsup.toml sets it (the defaults without one)."""
+    try:
+        return load_settings(workspace).judge
+    except SettingsError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def parse_seed(text: str | None) -> int | None:
     if text is None:
         return None
@@ -86,7 +96,13 @@ def judge_command(args: argparse.Namespace, console: Console) -> int:
     mode = args.command
     rule = getattr(args, "rule", None) or ("contest" if device.startswith("cuda") else "quick")
     config = JudgeConfig(
-        suite=suite, mode=mode, device=device, seed=seed, rule=rule, recheck=args.recheck
+        suite=suite,
+        mode=mode,
+        device=device,
+        seed=seed,
+        rule=rule,
+        recheck=args.recheck,
+        isolation=workspace_isolation(args.workspace),
     )
     report = _judge_with_progress(args.file, config, console, f"{mode} {args.file.name}")
     if report.verdict == "rejected":
@@ -95,6 +111,8 @@ def judge_command(args: argparse.Namespace, console: Console) -> int:
     baseline = None
     if getattr(args, "baseline", False):
         baseline = _judge_with_progress(BASELINE_CANDIDATE, config, console, "baseline torch.geqrf")
+    if warning := report.isolation_warning():
+        print(f"qrsup: {warning}", file=sys.stderr)
     console.print(report_table(report, baseline))
     for line in summary_lines(report, baseline):
         console.print(line, highlight=False)

@@ -11,6 +11,7 @@ from agents.goals import GoalError, parse_goal
 from agents.incumbent import default_family
 from agents.proposal import ROLES
 from agents.session import AgentSpec, RunPaths, SessionConfig, load_session, save_session
+from kernels.judge.manifest import save_manifest, take_manifest
 from kernels.suites import SuiteError, get_suite
 
 DEFAULT_GOAL = "beat incumbent by 5%"
@@ -112,6 +113,7 @@ def prepare_session(choices: LaunchChoices) -> tuple[RunPaths, SessionConfig, bo
     )
     _ignore_runs(workspace)
     save_session(paths, config)
+    save_manifest(paths.judge_manifest, take_manifest())
     return paths, config, True
 
 

@@ -16,7 +16,7 @@ from kernels.profiling.candidate import profile_candidate
 from kernels.profiling.summary import ProfileFailure, ProfileSummary, one_line
 from kernels.suites import SuiteError, get_suite
 from supervisor.errors import UsageError
-from supervisor.judge_command import resolve_device
+from supervisor.judge_command import resolve_device, workspace_isolation
 from supervisor.judge_view import format_ms
 
 
@@ -43,7 +43,14 @@ def profile_command(args: argparse.Namespace, console: Console) -> int:
     rule = "contest" if device.startswith("cuda") else "quick"
     with console.status(f"profiling {args.file.name}, {suite.name} benchmark {args.spec}…"):
         result = profile_candidate(
-            args.file, suite, device, args.spec, rule=rule, ncu=args.ncu, trace_out=args.trace
+            args.file,
+            suite,
+            device,
+            args.spec,
+            rule=rule,
+            ncu=args.ncu,
+            trace_out=args.trace,
+            isolation=workspace_isolation(args.workspace),
         )
     if args.json_out is not None:
         args.json_out.write_text(json.dumps(result.to_dict(), indent=2))

@@ -39,6 +39,16 @@ def no_leftover_processes() -> Iterator[None]:
     assert leftovers == [], f"processes left behind: {leftovers}"
 
 
+def processes_whose_command_has(text: str) -> list[psutil.Process]:
+    """Living processes anywhere on the machine whose command line mentions `text`."""
+    found = []
+    for proc in psutil.process_iter(["cmdline", "status"]):
+        cmdline = " ".join(proc.info["cmdline"] or [])
+        if text in cmdline and proc.info["status"] != psutil.STATUS_ZOMBIE:
+            found.append(proc)
+    return found
+
+
 def judge(
     path: Path, mode: str = "test", on_progress: Progress | None = None, **overrides: object
 ) -> JudgeReport:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import re
 
-import psutil
 import pytest
 
 from kernels.judge.runner import Timeouts
-from tests.conftest import CANDIDATES, CHEATERS, judge
+from kernels.judge.sandbox import IsolationSettings
+from tests.conftest import CANDIDATES, CHEATERS, judge, processes_whose_command_has
 
 pytestmark = pytest.mark.usefixtures("no_leftover_processes")
 
@@ -35,8 +35,8 @@ def test_candidate_that_hangs_times_out_and_leaves_no_process():
     report = judge(CHEATERS / "hangs.py", timeouts=timeouts)
     assert report.verdict == "timeout"
     assert "no answer within 3 s" in report.reason
-    escapee = int(re.search(r"ESCAPEE_PID=(\d+)", report.candidate_output).group(1))
-    assert not psutil.pid_exists(escapee) or psutil.Process(escapee).status() == "zombie"
+    mark = re.search(r"ESCAPEE_MARK=(\d+)", report.candidate_output).group(1)
+    assert processes_whose_command_has(mark) == []
     assert report.specs[1]["status"] == "timeout"
     assert "not run" in report.specs[1]["reason"]
 
@@ -115,8 +115,14 @@ def test_work_on_a_background_thread_does_not_pass():
     assert report.specs[0]["gate"] in ("integrity", "factor", "finite")
 
 
-def test_candidate_that_kills_the_referee_is_a_crash_not_a_dead_caller():
+def test_candidate_cannot_reach_the_referee_to_kill_it():
     report = judge(CHEATERS / "kills_referee.py")
+    assert report.verdict == "fail"
+    assert "custom_kernel returned NoneType" in report.reason
+
+
+def test_killed_referee_without_isolation_is_a_crash_not_a_dead_caller():
+    report = judge(CHEATERS / "kills_referee.py", isolation=IsolationSettings(mode="off"))
     assert report.verdict == "crash"
     assert "judge process died" in report.reason
 

@@ -29,6 +29,7 @@ from agents.proposers.prompt_builder import (
     clip,
 )
 from kernels.judge.processes import kill_tree
+from kernels.judge.read_only_view import read_only_view_command
 from prompts.loader import PromptError, fill, render
 
 # Shell conventions for "command not found" and "not executable": a human must fix the template.
@@ -46,6 +47,9 @@ class CommandConfig:
     """The whole process group is killed past this."""
     transcript_chars: int = 20_000
     """Tail of the command's output kept in the transcript."""
+    read_only: tuple[Path, ...] = ()
+    """Trees the command may read but not write (the workspace, the judge's own files) where the
+    platform allows; its work dir inside them stays writable."""
 
 
 @dataclass(frozen=True)
@@ -124,6 +128,8 @@ class CommandProposer:
         files.candidate.write_text(context.parent.source, encoding="utf-8")
         files.hypothesis.unlink(missing_ok=True)
         files.prompt.write_text(prompt, encoding="utf-8")
+        if self.config.read_only:
+            argv = read_only_view_command(argv, list(self.config.read_only), [files.work_dir])
         run = run_command(argv, files, self.config.timeout_s)
         if isinstance(run, ProposalFailure):
             return run

@@ -7,7 +7,8 @@ time the events did not account for. The checks made here (aliasing, input mutat
 structure) give clear messages to honest candidates; defeating them gains a cheater nothing.
 The `profile` command's trace is information for people and agents, never part of a verdict.
 
-Run as `python -m kernels.judge.contestant CMD_FD REPLY_FD`.
+Run as `python -m kernels.judge.contestant CMD_FD REPLY_FD DEVICE EXPORT_FD TRACE_FD`, through
+`kernels.judge.sandbox_main`.
 """
 
 from __future__ import annotations
@@ -79,8 +80,9 @@ def _calibration_kernel(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 class Contestant:
     """Holds one repetition's inputs and outputs and answers the referee's commands."""
 
-    def __init__(self, device: torch.device) -> None:
+    def __init__(self, device: torch.device, export_fd: int = -1, trace_fd: int = -1) -> None:
         self.device = device
+        self.export_fd, self.trace_fd = export_fd, trace_fd
         self.clock = DeviceClock(device)
         self.kernel: Kernel | None = None
         self.originals: list[torch.Tensor] = []
@@ -158,7 +160,10 @@ class Contestant:
                     outputs.append(kernel(a))
             self.clock.synchronize()
         self.outputs = outputs
-        profiler.export_chrome_trace(message["trace"])
+        trace = Path(os.environ.get("TMPDIR", "/tmp")) / "profile-trace.json"
+        profiler.export_chrome_trace(str(trace))
+        _copy_into(trace, self.trace_fd)
+        trace.unlink()
         return {"ok": True}
 
     def inspect(self, message: dict) -> dict:
@@ -167,7 +172,7 @@ class Contestant:
         problems += self._aliasing_problems()
         problems += self._mutation_problems()
         if message.get("export") and not problems:
-            self._export(message["export"])
+            self._export()
         return {"ok": True, "problems": problems[:20]}
 
     def _problems(self, index: int, output: object) -> list[dict]:
@@ -220,12 +225,23 @@ class Contestant:
                 )
         return found
 
-    def _export(self, path: str) -> None:
-        """Raw float32 H then tau for each call, in order, into a file the referee reads."""
-        with open(path, "wb") as sink:
+    def _export(self) -> None:
+        """Raw float32 H then tau for each call, in order, into the file the referee reads."""
+        os.ftruncate(self.export_fd, 0)
+        with os.fdopen(os.dup(self.export_fd), "wb") as sink:
+            sink.seek(0)
             for output in self.outputs:
                 for value in output:  # type: ignore[union-attr]
                     value.detach().contiguous().cpu().numpy().tofile(sink)
+
+
+def _copy_into(path: Path, fd: int) -> None:
+    """Replace the contents of the file behind `fd` with `path`'s."""
+    os.ftruncate(fd, 0)
+    with open(path, "rb") as source, os.fdopen(os.dup(fd), "wb") as sink:
+        sink.seek(0)
+        while chunk := source.read(1 << 20):
+            sink.write(chunk)
 
 
 def _problem(index: int, gate: str, reason: str) -> dict:
@@ -247,9 +263,8 @@ def _overlaps(a: tuple[str, int, int], b: tuple[str, int, int]) -> bool:
     return a[0] == b[0] and a[1] < b[2] and b[1] < a[2] and a[1] != a[2]
 
 
-def serve(cmd_fd: int, reply_fd: int, device: torch.device) -> None:
+def serve(contestant: Contestant, cmd_fd: int, reply_fd: int) -> None:
     """Answer commands until told to exit or the referee goes away."""
-    contestant = Contestant(device)
     handlers = {
         "hello": contestant.hello,
         "load": contestant.load,
@@ -286,8 +301,9 @@ def _traceback() -> str:
 
 
 def main() -> None:
-    cmd_fd, reply_fd, device = int(sys.argv[1]), int(sys.argv[2]), torch.device(sys.argv[3])
-    serve(cmd_fd, reply_fd, device)
+    cmd_fd, reply_fd, device, export_fd, trace_fd = sys.argv[1:6]
+    contestant = Contestant(torch.device(device), int(export_fd), int(trace_fd))
+    serve(contestant, int(cmd_fd), int(reply_fd))
 
 
 if __name__ == "__main__":

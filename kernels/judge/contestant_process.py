@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
-import resource
 import signal
 import subprocess
 import sys
@@ -24,6 +24,8 @@ from kernels.judge.protocol import (
     encode,
     write_all,
 )
+from kernels.judge.sandbox import IsolationSettings, plan_sandbox
+from kernels.profiling.trace import TRACE_FILE
 
 
 class ContestantFailure(RuntimeError):
@@ -35,6 +37,19 @@ class ContestantFailure(RuntimeError):
         self.reason = reason
 
 
+@dataclass(frozen=True)
+class ContestantLaunch:
+    """What the referee decides about the contestant before it starts."""
+
+    device: str
+    work_dir: Path
+    candidate: Path
+    memory_limit_bytes: int
+    max_file_bytes: int
+    isolation: IsolationSettings
+    start_timeout_s: float = 60.0
+
+
 @dataclass
 class Exchange:
     """A reply and how long the referee waited for it, by its own clock."""
@@ -44,39 +59,65 @@ class Exchange:
 
 
 class ContestantProcess:
-    """A contestant in its own process group, talking over two private pipes."""
+    """A contestant behind the sandbox's boundary, talking over private pipes and files.
 
-    def __init__(self, device: str, output_path: Path, memory_limit_bytes: int) -> None:
+    Its outputs come back through descriptors the referee opened: replies, exported factors
+    (`export_path`), a profile trace (`trace_path`) and its stdout/stderr (`output_path`).
+    """
+
+    def __init__(self, launch: ContestantLaunch) -> None:
         cmd_read, self._cmd_write = os.pipe()
         self._reply_read, reply_write = os.pipe()
-        self._output = open(output_path, "ab")  # noqa: SIM115 - lives as long as the process
-        self._memory_limit = memory_limit_bytes
+        status_read, status_write = os.pipe()
+        work_dir = launch.work_dir
+        self.export_path, self.trace_path = work_dir / "outputs.f32", work_dir / TRACE_FILE
+        self._export_fd = os.open(self.export_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+        trace_fd = os.open(self.trace_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        self._output = open(work_dir / "candidate-output.log", "ab")  # noqa: SIM115 - lives as long as the process
+        self._memory_limit = launch.memory_limit_bytes
+        device = "cuda:0" if launch.device.startswith("cuda") else "cpu"
+        contestant = [sys.executable, "-m", "kernels.judge.contestant"]
+        contestant += [str(cmd_read), str(reply_write), device, str(self._export_fd), str(trace_fd)]
+        policy = plan_sandbox(
+            launch.isolation,
+            command=contestant,
+            env=dict(os.environ),
+            candidate=launch.candidate,
+            work_dir=work_dir,
+            status_fd=status_write,
+            cuda=device != "cpu",
+            max_file_bytes=launch.max_file_bytes,
+            # A CPU candidate that allocates without bound gets MemoryError, not the host's OOM
+            # killer; CUDA reserves address space, so there only the RSS watch applies.
+            data_limit_bytes=launch.memory_limit_bytes if device == "cpu" else None,
+        )
         self._proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "kernels.judge.contestant",
-                str(cmd_read),
-                str(reply_write),
-                device,
-            ],
-            pass_fds=(cmd_read, reply_write),
+            [sys.executable, "-m", "kernels.judge.sandbox_main", policy.to_json()],
+            pass_fds=(cmd_read, reply_write, self._export_fd, trace_fd, status_write),
             stdin=subprocess.DEVNULL,
             stdout=self._output,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-        os.close(cmd_read)
-        os.close(reply_write)
-        if device == "cpu":
-            # A CPU candidate that allocates without bound gets MemoryError, not the host's OOM
-            # killer; CUDA reserves address space, so there only the RSS watch applies.
-            limits = (memory_limit_bytes, memory_limit_bytes)
-            with contextlib.suppress(OSError, ValueError):
-                resource.prlimit(self._proc.pid, resource.RLIMIT_DATA, limits)
+        for fd in (cmd_read, reply_write, trace_fd, status_write):
+            os.close(fd)
         self._reader = LineReader(self._reply_read)
         self._seq = 0
-        self._ps = psutil.Process(self._proc.pid)
+        self.boundary = self._read_status(status_read, launch.start_timeout_s)
+        try:
+            self._ps = psutil.Process(int(self.boundary.get("pid", self._proc.pid)))
+        except psutil.NoSuchProcess:
+            self._ps = psutil.Process()  # it is gone already: the first question says so
+
+    def _read_status(self, fd: int, timeout_s: float) -> dict:
+        """The launcher's one line on the boundary it set up; empty if it died first."""
+        try:
+            line = LineReader(fd).read_line(time.monotonic() + timeout_s)
+            return json.loads(line)
+        except (ChannelClosed, ChannelTimeout, ProtocolError, ValueError):
+            return {}
+        finally:
+            os.close(fd)
 
     @property
     def pid(self) -> int:
@@ -163,7 +204,7 @@ class ContestantProcess:
             except (OSError, subprocess.TimeoutExpired):
                 pass
         self.kill()
-        for fd in (self._cmd_write, self._reply_read):
+        for fd in (self._cmd_write, self._reply_read, self._export_fd):
             with contextlib.suppress(OSError):
                 os.close(fd)
         self._output.close()

@@ -3,32 +3,30 @@
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import signal
 
 import psutil
 
-_PR_SET_DUMPABLE = 4
-_PR_SET_CHILD_SUBREAPER = 36
+from kernels.judge import linux
 
 
 def _prctl(option: int, value: int) -> bool:
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
+        linux.prctl(option, value)
     except OSError:
         return False
-    return libc.prctl(option, value, 0, 0, 0) == 0
+    return True
 
 
 def become_subreaper() -> bool:
     """Orphans of our descendants re-parent to us, so a double-forked escapee is still found."""
-    return _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+    return _prctl(linux.PR_SET_CHILD_SUBREAPER, 1)
 
 
 def make_undumpable() -> bool:
     """Other processes of our user can no longer read our memory or open our fds via /proc."""
-    return _prctl(_PR_SET_DUMPABLE, 0)
+    return _prctl(linux.PR_SET_DUMPABLE, 0)
 
 
 def descendants(pid: int) -> list[psutil.Process]:

@@ -16,11 +16,16 @@ from kernels.judge.outcome import SpecOutcome, assemble_report
 from kernels.judge.referee import Referee
 from kernels.profiling.ncu import NcuError, measure
 from kernels.profiling.timeline import summarize
-from kernels.profiling.trace import TRACE_FILE, TraceError, load_trace
+from kernels.profiling.trace import TraceError, load_trace
 from kernels.suites import Spec
 from kernels.timing import inputs_per_repetition
 
 MAX_PROFILED_CALLS = 4
+# ncu runs the candidate in a process of its own, with the counters only a privileged user reads.
+NCU_NEEDS_NO_BOUNDARY = (
+    "Nsight Compute would run the candidate outside the judge's boundary, so it runs only with "
+    'isolation = "off" in qrsup.toml\'s [judge] table (for code you trust)'
+)
 
 
 class ProfileReferee(Referee):
@@ -54,13 +59,11 @@ class ProfileReferee(Referee):
     def _profile(self, spec: Spec, count: int) -> tuple[dict | None, str]:
         """(summary, "") from a profiled repetition on fresh inputs, or (None, why not)."""
         prepare = {"op": "prepare", "spec": _shape(spec), "seeds": self._fresh_seeds(count)}
-        trace = Path(self.config["work_dir"]) / TRACE_FILE
+        trace = self.contestant.trace_path
         try:
             reply, _ = self._ask(prepare, "prepare", "prepare")
             if reply.get("ok"):
-                reply, _ = self._ask(
-                    {"op": "profile", "trace": str(trace)}, "first_call", "profile"
-                )
+                reply, _ = self._ask({"op": "profile"}, "first_call", "profile")
         except ContestantFailure as failure:
             return None, f"the contestant failed while profiled: {failure.reason}"
         if not reply.get("ok"):
@@ -76,6 +79,8 @@ class ProfileReferee(Referee):
         """Nsight Compute's counters for the top kernels, or a note saying why there are none."""
         if self.device.type != "cuda":
             return {"ncu_note": "Nsight Compute needs a CUDA device; not measured on the CPU"}
+        if self.config["isolation"]["mode"] != "off":
+            return {"ncu_note": NCU_NEEDS_NO_BOUNDARY}
         target = {
             "candidate": self.config["candidate"],
             "device": str(self.device),

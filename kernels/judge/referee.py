@@ -12,10 +12,10 @@ decided after the repetition ran, so a candidate cannot know which answers will 
 
 from __future__ import annotations
 
+import os
 import secrets
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import torch
 
@@ -31,6 +31,7 @@ from kernels.judge.integrity import (
 )
 from kernels.judge.outcome import SpecOutcome, assemble_report
 from kernels.judge.protocol import sign, write_all
+from kernels.judge.sandbox import isolation_summary
 from kernels.suites import Spec
 from kernels.timing import STOPPING_RULES, Stats, inputs_per_repetition
 
@@ -64,8 +65,6 @@ class Referee:
         self.config = config
         self.reporter = reporter
         self.device = torch.device("cuda:0" if config["device"].startswith("cuda") else "cpu")
-        work_dir = Path(config["work_dir"])
-        self.export_path = work_dir / "outputs.f32"
         self.timeouts: dict[str, float] = config["timeouts"]
         self.rule = STOPPING_RULES[config["rule"]]
         self.recheck_all = config["recheck"] == "all"
@@ -83,12 +82,13 @@ class Referee:
         benchmarks = [Spec(**d) for d in self.config["benchmarks"]]
         outcomes = [SpecOutcome(i, "test", s) for i, s in enumerate(tests)]
         outcomes += [SpecOutcome(i, "benchmark", s) for i, s in enumerate(benchmarks)]
-        load_error = ""
-        try:
-            self._phase("calibrate", lambda: self._calibrate(benchmarks))
-            load_error = self._phase("load", self._load)
-        except ContestantFailure as failure:
-            self.dead = failure
+        load_error = self._boundary_problem()
+        if not load_error:
+            try:
+                self._phase("calibrate", lambda: self._calibrate(benchmarks))
+                load_error = self._phase("load", self._load)
+            except ContestantFailure as failure:
+                self.dead = failure
         totals = {"test": len(tests), "benchmark": len(benchmarks)}
         for outcome in outcomes:
             if load_error:
@@ -104,8 +104,19 @@ class Referee:
             "recheck": "all" if self.recheck_all else "sampled",
             "calibration": {"go_overhead_ns": self.go_overhead_ns},
             "phases_s": self.phases,
+            "isolation": isolation_summary(self.contestant.boundary),
         }
         return assemble_report(outcomes, load_error, self.device, extra)
+
+    def _boundary_problem(self) -> str:
+        """Why the contestant cannot be run as configured, or ""."""
+        boundary = self.contestant.boundary
+        if not boundary:
+            return "the judge could not start the contestant (see the candidate's output)"
+        missing = boundary.get("missing") or []
+        if missing and self.config["isolation"]["mode"] == "required":
+            return "the judge's isolation is required but incomplete: " + "; ".join(missing)
+        return ""
 
     def _phase(self, name: str, body: Callable[[], object]) -> object:
         self.reporter.progress(phase=name)
@@ -155,7 +166,7 @@ class Referee:
             seeds = self._fresh_seeds(inputs_per_repetition(spec, self.rule))
             plain = [self._cycle(spec, seeds, lambda _: False, calibrate=True) for _ in range(2)]
             exported = self._cycle(spec, seeds, lambda _: True, calibrate=True)
-            self.export_path.unlink(missing_ok=True)
+            self._discard_export()
             self.baselines[spec] = CycleBaseline(
                 cycle_ns=min(c.cycle_ns - c.claimed_ns for c in plain),
                 export_cycle_ns=exported.cycle_ns - exported.claimed_ns,
@@ -163,7 +174,8 @@ class Referee:
             )
 
     def _load(self) -> str:
-        reply, _ = self._ask({"op": "load", "path": self.config["candidate"]}, "load", "import")
+        path = self.contestant.boundary["candidate"]  # its copy, where the contestant sees it
+        reply, _ = self._ask({"op": "load", "path": path}, "load", "import")
         if reply.get("ok"):
             return ""
         return f"importing the candidate failed:\n{reply.get('error', '')}"
@@ -205,8 +217,7 @@ class Referee:
             outcome.calls += 1
         claimed = int(reply["elapsed_ns"])
         exported = export_after(claimed)
-        path = str(self.export_path) if exported else None
-        reply, _ = self._ask({"op": "inspect", "export": path}, "inspect", "inspect")
+        reply, _ = self._ask({"op": "inspect", "export": exported}, "inspect", "inspect")
         wall_end, cpu_end = time.perf_counter_ns(), proc.cpu_time_ns()
         problems = reply.get("problems") or []
         if problems and outcome is not None:
@@ -259,6 +270,10 @@ class Referee:
         if not verdict.ok:
             outcome.fail("fail", verdict.reason, "integrity")
 
+    def _discard_export(self) -> None:
+        """Empty the export file, so a later export that writes nothing cannot pass as one."""
+        os.truncate(self.contestant.export_path, 0)
+
     def _should_check(self, outcome: SpecOutcome, last: bool) -> bool:
         if self.recheck_all or last:
             return True
@@ -271,12 +286,11 @@ class Referee:
         spec = outcome.spec
         h_numel, tau_numel = spec.batch * spec.n * spec.n, spec.batch * spec.n
         total = (h_numel + tau_numel) * len(seeds)
-        path = self.export_path
-        if not path.exists() or path.stat().st_size != total * 4:
+        path = self.contestant.export_path
+        if path.stat().st_size != total * 4:
             outcome.fail("fail", "the exported outputs have the wrong size", "shape")
             raise _Stop
         flat = torch.from_file(str(path), shared=False, size=total, dtype=torch.float32)
-        path.unlink()
         outcome.checks += 1
         offset = 0
         try:
@@ -293,6 +307,8 @@ class Referee:
                     outcome.fail("fail", result.reason + where, result.gate)
                     raise _Stop
         finally:
+            del flat  # it maps the file: emptying the file under it would fault
+            self._discard_export()
             outcome.check_s += time.monotonic() - start
 
 

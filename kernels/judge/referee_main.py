@@ -11,8 +11,9 @@ import os
 import sys
 from pathlib import Path
 
-from kernels.judge.contestant_process import ContestantProcess
+from kernels.judge.contestant_process import ContestantLaunch, ContestantProcess
 from kernels.judge.processes import become_subreaper, make_undumpable
+from kernels.judge.sandbox import IsolationSettings
 
 
 def main() -> None:
@@ -22,12 +23,15 @@ def main() -> None:
     config = json.loads(sys.stdin.readline())
     key = bytes.fromhex(config.pop("key"))
     sys.stdin.close()
-    device = "cuda:0" if config["device"].startswith("cuda") else "cpu"
-    contestant = ContestantProcess(
-        device,
-        Path(config["work_dir"]) / "candidate-output.log",
-        int(config["memory_limit_bytes"]),
+    launch = ContestantLaunch(
+        device=config["device"],
+        work_dir=Path(config["work_dir"]),
+        candidate=Path(config["candidate"]),
+        memory_limit_bytes=int(config["memory_limit_bytes"]),
+        max_file_bytes=int(config["max_file_bytes"]),
+        isolation=IsolationSettings.from_dict(config["isolation"]),
     )
+    contestant = ContestantProcess(launch)
     from kernels.judge.referee import Reporter, run  # torch loads while the contestant starts
 
     reporter = Reporter(report_fd, key)

@@ -5,7 +5,17 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-VERDICTS = ("pass", "fail", "error", "crash", "timeout", "memory", "rejected", "skipped")
+VERDICTS = (
+    "pass",
+    "fail",
+    "error",
+    "crash",
+    "timeout",
+    "memory",
+    "rejected",
+    "skipped",
+    "tampered",
+)
 
 
 @dataclass(frozen=True)
@@ -28,10 +38,18 @@ class JudgeReport:
     geomean_ns: float | None = None
     specs: list[dict[str, Any]] = field(default_factory=list)
     candidate_output: str = ""
+    isolation: dict[str, Any] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
         return self.verdict == "pass"
+
+    def isolation_warning(self) -> str:
+        """One line when the candidate ran without the judge's full boundary, else ""."""
+        missing = self.isolation.get("missing") or []
+        if not missing:
+            return ""
+        return "warning: the judge's isolation was incomplete: " + "; ".join(missing)
 
     def spec_means_ns(self) -> dict[int, float]:
         """Benchmark index → mean time per call, for specs that were timed."""

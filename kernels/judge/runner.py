@@ -17,24 +17,35 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
 from kernels.judge.device_turns import DeviceTurns, turn_file
 from kernels.judge.environment import judged_environment
-from kernels.judge.processes import become_subreaper, kill_processes, kill_tree, marked_children
+from kernels.judge.manifest import changed_files
+from kernels.judge.processes import (
+    become_subreaper,
+    descendants,
+    kill_processes,
+    kill_tree,
+    make_undumpable,
+    marked_children,
+)
 from kernels.judge.protocol import ChannelClosed, ChannelTimeout, LineReader, ProtocolError, verify
 from kernels.judge.report import JudgeReport
+from kernels.judge.sandbox import IsolationSettings
 from kernels.judge.static_checks import check_candidate_file
 from kernels.suites import Spec, Suite
-from kernels.timing import STOPPING_RULES
+from kernels.timing import STOPPING_RULES, inputs_per_repetition
 
 OUTPUT_HEAD_CHARS = 4000
 OUTPUT_TAIL_CHARS = 12000
 WAITING_FRAME = {"phase": "waiting for the GPU"}
 RUN_MARK = "QRSUP_JUDGE_RUN"  # an environment variable naming the judge run a process belongs to
+MIN_FILE_LIMIT_BYTES = 256 * 2**20  # room for the candidate's log and a profile trace
+TAMPERED_REASON = "the judge's own files changed since the session started"
 
 Progress = Callable[[dict], None]
 
@@ -74,6 +85,8 @@ class JudgeConfig:
     forbidden_words: tuple[str, ...] = ("stream",)
     timeouts: Timeouts = field(default_factory=Timeouts)
     device_turns: Path | None = None  # default: the GPU's turn file (kernels.judge.device_turns)
+    isolation: IsolationSettings = field(default_factory=IsolationSettings)
+    manifest: Mapping[str, str] | None = None  # the judge's files as the session started
 
     def __post_init__(self) -> None:
         if self.mode not in ("test", "bench", "all"):
@@ -95,12 +108,24 @@ class JudgeConfig:
         per_benchmark = per_spec + rule.max_elapsed_ns / 1e9
         return 120 + self.timeouts.load + len(tests) * per_spec + len(benchmarks) * per_benchmark
 
+    def max_file_bytes(self) -> int:
+        """The contestant's file-size limit: its largest export of factors, or the floor."""
+        tests, benchmarks = self.judged_specs()
+        rule = STOPPING_RULES[self.rule]
+        exports = [_export_bytes(s, 1) for s in tests]
+        exports += [_export_bytes(s, inputs_per_repetition(s, rule)) for s in benchmarks]
+        return max([MIN_FILE_LIMIT_BYTES, *exports]) + MIN_FILE_LIMIT_BYTES
+
     def judged_specs(self) -> tuple[tuple[Spec, ...], tuple[Spec, ...]]:
         """(tests, benchmarks) this mode runs, with the secret seed applied."""
         suite = self.judged_suite()
         tests = suite.tests if self.mode in ("test", "all") else ()
         benchmarks = suite.benchmarks if self.mode in ("bench", "all") else ()
         return tests, benchmarks
+
+
+def _export_bytes(spec: Spec, inputs: int) -> int:
+    return 4 * spec.batch * (spec.n * spec.n + spec.n) * inputs
 
 
 def evaluate(
@@ -134,7 +159,12 @@ def run_judge(
     }
     if not static.ok:
         return {"verdict": "rejected", "reason": static.reason, **base}
+    changed = changed_files(config.manifest) if config.manifest is not None else []
+    if changed:
+        reason = f"{TAMPERED_REASON}: {', '.join(changed)}; nothing was judged"
+        return {"verdict": "tampered", "reason": reason, **base}
     become_subreaper()
+    make_undumpable()  # the key and the report pipe live here: out of reach of our own uid too
     on_wait = partial(on_progress, WAITING_FRAME) if on_progress else None
     turns = DeviceTurns(config.device_turns or turn_file(config.device, os.environ), on_wait)
     with tempfile.TemporaryDirectory(prefix="qrsup-judge-") as work:
@@ -169,6 +199,8 @@ def _run_referee(
         "rule": config.rule,
         "recheck": config.recheck,
         "memory_limit_bytes": config.memory_limit_bytes,
+        "max_file_bytes": config.max_file_bytes(),
+        "isolation": config.isolation.to_dict(),
         "timeouts": config.timeouts.to_dict(),
         "tests": [_spec_dict(s) for s in tests],
         "benchmarks": [_spec_dict(s) for s in benchmarks],
@@ -199,7 +231,8 @@ def _run_referee(
         kill_tree(proc.pid)
         proc.wait()
         referee_log.close()
-        kill_processes(marked_children(RUN_MARK, run_mark))
+        escapees = marked_children(RUN_MARK, run_mark)
+        kill_processes(escapees + [d for e in escapees for d in descendants(e.pid)])
     if result is None:
         code = proc.returncode
         log = _read_output(work_dir / "referee.log")

@@ -15,6 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from kernels.judge.runner import JudgeConfig, Timeouts, run_judge
+from kernels.judge.sandbox import IsolationSettings
 from kernels.profiling.ncu import NCU_TIMEOUT_S
 from kernels.profiling.summary import ProfileFailure, ProfileSummary, one_line
 from kernels.profiling.trace import TRACE_FILE
@@ -34,6 +35,7 @@ def profile_candidate(
     trace_out: Path | None = None,
     timeouts: Timeouts | None = None,
     on_progress: Progress | None = None,
+    isolation: IsolationSettings | None = None,
 ) -> ProfileSummary | ProfileFailure:
     """Profile benchmark `spec_index` of `suite`; never raises for anything the candidate does.
 
@@ -53,6 +55,7 @@ def profile_candidate(
         device=device,
         rule=rule,
         timeouts=timeouts or Timeouts(),
+        isolation=isolation or IsolationSettings(),
     )
     if ncu:
         budget = config.total_timeout_s() + NCU_TIMEOUT_S

@@ -1,0 +1,258 @@
+"""The contestant's boundary: who it runs as and what of the machine it can see.
+
+The referee plans a `SandboxPolicy` here and starts the contestant through
+`kernels.judge.sandbox_main`, which applies it. With the boundary up the contestant runs
+
+- as an unprivileged user with no capabilities and `no_new_privs` (a dedicated `qrsup-judge`
+  user when the judge runs as root; the invoking user, stripped of the capabilities of its own
+  user namespace, otherwise);
+- in its own PID, mount, network and IPC namespaces: the runner and the referee are not in its
+  `/proc`, and it has no network;
+- on a root file system built for it: read-only views of the system and Python environment and of
+  the judge's package, the device nodes it needs, and three writable size-limited tmpfs mounts
+  (its private work directory, `/tmp`, `/dev/shm`), with limits on processes and file sizes.
+
+Where the kernel refuses a step, the launcher goes on with what it could set up and says what
+is missing; the report carries it as `isolation`, and callers warn. With `mode = "required"` a
+missing step fails the run instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import pwd
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+ISOLATION_MODES = ("auto", "required", "off")
+DEDICATED_USER = "qrsup-judge"
+PRIVATE_DIR = "/.qrsup-work"  # where the contestant's private work directory appears to it
+SYSTEM_PATHS = ("/usr", "/etc", "/sys")
+TOP_LEVEL_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+DEVICE_NODES = ("null", "zero", "full", "random", "urandom", "tty")
+MiB = 2**20
+NO_LOGIN = ("--home-dir", "/nonexistent", "--shell", "/usr/sbin/nologin")
+
+
+@dataclass(frozen=True)
+class IsolationSettings:
+    """How hard the judge walls the contestant in (the `[judge]` table of `qrsup.toml`)."""
+
+    mode: str = "auto"  # "auto": all the platform allows; "required": fail without it; "off"
+    user: str | None = None  # the unprivileged user when the judge runs as root
+    private_dir_bytes: int = 2048 * MiB  # the contestant's work directory (Triton cache included)
+    tmp_bytes: int = 512 * MiB  # each of /tmp and /dev/shm
+    max_processes: int = 4096  # threads count; a fork bomb stops here
+
+    def __post_init__(self) -> None:
+        if self.mode not in ISOLATION_MODES:
+            raise ValueError(f"isolation mode must be one of {ISOLATION_MODES}, not {self.mode!r}")
+        for name in ("private_dir_bytes", "tmp_bytes", "max_processes"):
+            if int(getattr(self, name)) <= 0:
+                raise ValueError(f"{name} must be positive")
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, object]) -> IsolationSettings:
+        return cls(**data)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class SandboxPolicy:
+    """Everything the launcher needs, decided by the referee; crosses the exec as JSON."""
+
+    command: list[str]
+    env: dict[str, str]
+    candidate: str  # the host path; the launcher copies it into the private directory
+    staging: str  # an empty directory of the referee's where the new root is assembled
+    fallback_dir: str  # the private directory when no mount namespace can be had
+    status_fd: int
+    isolate: bool  # False: isolation is off, the contestant runs as the referee does
+    required: bool
+    uid: int | None = None  # switch to this user (the judge runs as root)
+    gid: int | None = None
+    user_note: str = ""
+    expose: list[str] = field(default_factory=list)
+    links: dict[str, str] = field(default_factory=dict)
+    devices: list[str] = field(default_factory=list)
+    private_dir_bytes: int = 2048 * MiB
+    tmp_bytes: int = 512 * MiB
+    max_processes: int = 4096
+    max_file_bytes: int = 1024 * MiB
+    data_limit_bytes: int | None = None
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> SandboxPolicy:
+        return cls(**json.loads(text))
+
+
+def plan_sandbox(
+    settings: IsolationSettings,
+    *,
+    command: list[str],
+    env: Mapping[str, str],
+    candidate: Path,
+    work_dir: Path,
+    status_fd: int,
+    cuda: bool,
+    max_file_bytes: int,
+    data_limit_bytes: int | None,
+) -> SandboxPolicy:
+    """The boundary for one contestant of this judge run."""
+    staging, fallback = work_dir / "root", work_dir / "private"
+    for directory in (staging, fallback):
+        directory.mkdir(mode=0o700, exist_ok=True)
+    on = settings.mode != "off"
+    uid = gid = None
+    user_note = ""
+    if on and os.geteuid() == 0:
+        found = judge_user(settings.user)
+        if isinstance(found, str):
+            user_note = found
+        else:
+            uid, gid = found
+            os.chown(fallback, uid, gid)
+            os.chmod(work_dir, 0o711)  # the fallback directory must be reachable by that user
+    private_env = {
+        "HOME": PRIVATE_DIR,
+        "TMPDIR": "/tmp",
+        "TRITON_CACHE_DIR": f"{PRIVATE_DIR}/.triton",
+        "XDG_CACHE_HOME": f"{PRIVATE_DIR}/.cache",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONPATH": os.pathsep.join(_import_roots(env)),
+    }
+    links = {p: os.readlink(p) for p in TOP_LEVEL_LINKS if os.path.islink(p)}
+    return SandboxPolicy(
+        command=command,
+        env={**env, **private_env},
+        candidate=str(candidate),
+        staging=str(staging),
+        fallback_dir=str(fallback),
+        status_fd=status_fd,
+        isolate=on,
+        required=settings.mode == "required",
+        uid=uid,
+        gid=gid,
+        user_note=user_note,
+        expose=exposed_paths(env, links),
+        links=links,
+        devices=device_nodes(cuda),
+        private_dir_bytes=settings.private_dir_bytes,
+        tmp_bytes=settings.tmp_bytes,
+        max_processes=settings.max_processes,
+        max_file_bytes=max_file_bytes,
+        data_limit_bytes=data_limit_bytes,
+    )
+
+
+def judge_user(name: str | None) -> tuple[int, int] | str:
+    """(uid, gid) of the contestant's user, creating the dedicated one on first use; else why
+    none could be had. A named user must exist; without a name, `nobody` is the last resort."""
+    if name is not None:
+        try:
+            entry = pwd.getpwnam(name)
+        except KeyError:
+            return f"the judge user {name!r} named in qrsup.toml does not exist"
+        if entry.pw_uid == 0:
+            return f"the judge user {name!r} is root"
+        return entry.pw_uid, entry.pw_gid
+    with contextlib.suppress(KeyError):
+        entry = pwd.getpwnam(DEDICATED_USER)
+        return entry.pw_uid, entry.pw_gid
+    _create_dedicated_user()
+    for candidate in (DEDICATED_USER, "nobody"):
+        with contextlib.suppress(KeyError):
+            entry = pwd.getpwnam(candidate)
+            return entry.pw_uid, entry.pw_gid
+    return "no unprivileged user to run the contestant as (useradd failed and there is no nobody)"
+
+
+def _create_dedicated_user() -> None:
+    useradd = shutil.which("useradd") or next(
+        (p for p in ("/usr/sbin/useradd", "/sbin/useradd") if os.path.exists(p)), None
+    )
+    if useradd is None:
+        return
+    subprocess.run(
+        [useradd, "--system", "--user-group", "--no-create-home", *NO_LOGIN, DEDICATED_USER],
+        capture_output=True,
+        check=False,
+        timeout=30,
+    )
+
+
+def _package_root() -> Path:
+    """The directory holding the judge's top-level package."""
+    return Path(__file__).resolve().parents[2]
+
+
+def _import_roots(env: Mapping[str, str]) -> list[str]:
+    """Where the contestant finds the judge's package first, then the caller's PYTHONPATH."""
+    given = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    return [str(_package_root()), *given]
+
+
+def exposed_paths(env: Mapping[str, str], links: Mapping[str, str]) -> list[str]:
+    """Read-only views the contestant needs: the system, the Python environment, the judge's
+    package (only the package, not the checkout around it), and library paths.
+
+    Paths under another exposed path are left out, since their parent brings them.
+    """
+    package = Path(__file__).resolve().parents[1]
+    wanted = [*SYSTEM_PATHS]
+    wanted += [p for p in TOP_LEVEL_LINKS if p not in links]
+    wanted += [sys.prefix, sys.base_prefix, sys.exec_prefix]
+    wanted.append(os.path.dirname(os.path.realpath(sys.executable)))
+    wanted += [p for p in sys.path if p]
+    for name in ("LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH", "PYTHONPATH"):
+        wanted += [p for p in env.get(name, "").split(os.pathsep) if p]
+    checkout = str(package.parent)
+    real = {os.path.realpath(p) for p in wanted if os.path.exists(p) and not _is_cwd_only(p, env)}
+    return _outermost([*(p for p in real if p != checkout), str(package)])
+
+
+def _is_cwd_only(path: str, env: Mapping[str, str]) -> bool:
+    """sys.path's first entry under `-m` is the referee's working directory (the caller's
+    workspace): the contestant does not need it unless PYTHONPATH names it too."""
+    here = os.path.realpath(os.getcwd())
+    named = {os.path.realpath(p) for p in env.get("PYTHONPATH", "").split(os.pathsep) if p}
+    return os.path.realpath(path) == here and here not in named
+
+
+def _outermost(paths: list[str]) -> list[str]:
+    chosen: list[str] = []
+    for path in sorted(set(paths), key=len):
+        if not any(path == c or path.startswith(c.rstrip("/") + "/") for c in chosen):
+            chosen.append(path)
+    return sorted(chosen)
+
+
+def device_nodes(cuda: bool) -> list[str]:
+    """Device files bound into the contestant's /dev: the basics, and the GPU's with CUDA."""
+    nodes = [f"/dev/{n}" for n in DEVICE_NODES if os.path.exists(f"/dev/{n}")]
+    if cuda:
+        nodes += sorted(str(p) for p in Path("/dev").glob("nvidia*"))
+    return nodes
+
+
+def isolation_summary(status: Mapping[str, object]) -> dict[str, object]:
+    """What the report says about the boundary a contestant ran behind."""
+    missing = list(status.get("missing", []))  # type: ignore[call-overload]
+    return {
+        "user": status.get("user", ""),
+        "namespaces": status.get("namespaces", []),
+        "root": status.get("root", ""),
+        "missing": missing,
+        "complete": not missing,
+    }
