@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# One device call for the fast kernel's structural work: the sweep (scripts/kernel_sweep.py), then
+# the claim on the configs it chose: `qrsup test` and `qrsup bench --baseline` (contest rule).
+# Usage: kernel_device.sh OUT [SWEEP_ARGS...]; results come back packed in OUT/results.tgz, and the
+# chosen configs and the short tables as separate files in OUT.
+set -uo pipefail
+out=${1:?output directory}
+shift
+export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 COLUMNS=220
+qrsup=(python -m supervisor.cli)
+results=$out
+source "$(dirname "$0")/device_common.sh"
+{
+  date -u
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv,noheader
+  python -c "import torch, triton; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'triton', triton.__version__)"
+  git log -1 --format='commit %h %s' 2>/dev/null
+} > "$out/env.txt" 2>&1
+step sweep 330 python scripts/kernel_sweep.py --out "$out/sweep" "$@"
+if [ -s "$out/sweep/configs.toml" ]; then
+  cp "$out/sweep/configs.toml" kernels/fast/configs.toml
+  cp "$out/sweep/configs.toml" "$results/configs.toml"
+fi
+step test_fast 120 "${qrsup[@]}" test kernels/candidates/fast_geqrf.py --suite qr_v2 --json "$out/test_fast.json"
+step bench_fast 240 "${qrsup[@]}" bench kernels/candidates/fast_geqrf.py --suite qr_v2 --baseline --json "$out/bench_fast.json"
+cp "$out/sweep.txt" "$out/bench_fast.txt" "$out/test_fast.txt" "$results/" 2>/dev/null
+cat "$out/env.txt" "$out/steps.txt"
+tail -n 50 "$out/sweep.txt"
+tail -n 4 "$out/test_fast.txt"
+tail -n 22 "$out/bench_fast.txt"
