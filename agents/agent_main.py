@@ -22,6 +22,7 @@ from agents.session import AgentSpec, RunPaths, SessionConfig, load_session
 from agents.spaces import space_for
 from agents.store import Store
 from agents.tuner import Sample, TunerProposer
+from kernels.judge.triton_cache import shared
 from kernels.suites import get_suite
 
 # qrsup's own code (found without importing what lies above this layer): a coding agent reads
@@ -65,7 +66,9 @@ def main(argv: list[str] | None = None) -> int:
     paths.pid_file(name).write_text(str(os.getpid()))
     store = Store(paths.store)
     try:
-        evaluator = Evaluator.for_session(paths, session, device)
+        # The tuner's candidates are qrsup's own code: they may share compiled kernels.
+        cache = shared(paths.agent_dir(name) / "triton") if spec.proposer == "tuner" else None
+        evaluator = Evaluator.for_session(paths, session, device, cache)
         proposer = build_proposer(spec, session, store)
         advisor = build_advisor(spec, session, paths)
         agent = ResearchAgent(paths, session, spec, store, proposer, evaluator, advisor)

@@ -19,6 +19,7 @@ from kernels.judge.manifest import load_manifest, save_manifest, take_manifest
 from kernels.judge.report import JudgeReport
 from kernels.judge.runner import JudgeConfig, evaluate
 from kernels.judge.sandbox import IsolationSettings
+from kernels.judge.triton_cache import CacheChoice, per_source
 from kernels.suites import Suite, get_suite
 from kernels.timing import geomean
 
@@ -84,18 +85,23 @@ class Evaluator:
         rule: str,
         isolation: IsolationSettings | None = None,
         manifest: Mapping[str, str] | None = None,
+        triton_cache: CacheChoice | None = None,
     ) -> None:
         self.suite = suite
         self.device = device
         self.rule = rule
         self.isolation = isolation or IsolationSettings()
         self.manifest = manifest
+        self.triton_cache = triton_cache
         self.quick_indices = list(range(0, len(suite.benchmarks), 2))
 
     @classmethod
-    def for_session(cls, paths: RunPaths, session: SessionConfig, device: str) -> Evaluator:
+    def for_session(
+        cls, paths: RunPaths, session: SessionConfig, device: str, cache: CacheChoice | None = None
+    ) -> Evaluator:
         """The session's suite and rule, the workspace's judge settings, and the judge's files
-        as they were when the session started (taken now for a session that predates that)."""
+        as they were when the session started (taken now for a session that predates that).
+        Compiled kernels are kept per candidate source unless `cache` says otherwise."""
         if not paths.judge_manifest.exists():
             save_manifest(paths.judge_manifest, take_manifest())
         return cls(
@@ -104,9 +110,12 @@ class Evaluator:
             session.rule,
             load_settings(session.workspace).judge,
             load_manifest(paths.judge_manifest),
+            cache or per_source(paths.triton_caches),
         )
 
-    def _config(self, suite: Suite, mode: str, rule: str, seed: int | None = None) -> JudgeConfig:
+    def _config(
+        self, path: Path, suite: Suite, mode: str, rule: str, seed: int | None = None
+    ) -> JudgeConfig:
         return JudgeConfig(
             suite=suite,
             mode=mode,
@@ -115,7 +124,12 @@ class Evaluator:
             seed=seed,
             isolation=self.isolation,
             manifest=self.manifest,
+            triton_cache=self.cache_for(path),
         )
+
+    def cache_for(self, path: Path) -> Path | None:
+        """Where the judge keeps this candidate's compiled kernels between runs."""
+        return self.triton_cache(path) if self.triton_cache else None
 
     def quick(self, path: Path, progress: Progress | None = None) -> StageResult:
         subset = Suite(
@@ -123,7 +137,7 @@ class Evaluator:
             tests=self.suite.tests,
             benchmarks=tuple(self.suite.benchmarks[i] for i in self.quick_indices),
         )
-        report = evaluate(path, self._config(subset, "all", "quick"), progress)
+        report = evaluate(path, self._config(path, subset, "all", "quick"), progress)
         means = {self.quick_indices[i]: m for i, m in report.spec_means_ns().items()}
         return StageResult("quick", report, means)
 
@@ -131,12 +145,12 @@ class Evaluator:
         self, path: Path, progress: Progress | None = None, seed: int | None = None
     ) -> StageResult:
         suite = Suite(name=self.suite.name, tests=(), benchmarks=self.suite.benchmarks)
-        report = evaluate(path, self._config(suite, "bench", self.rule, seed), progress)
+        report = evaluate(path, self._config(path, suite, "bench", self.rule, seed), progress)
         return StageResult("full", report, report.spec_means_ns())
 
     def revalidate(self, path: Path, progress: Progress | None = None) -> StageResult:
         """Every test and benchmark spec on a fresh secret seed: the gate before a promotion."""
-        config = self._config(self.suite, "all", self.rule, secrets.randbits(31))
+        config = self._config(path, self.suite, "all", self.rule, secrets.randbits(31))
         report = evaluate(path, config, progress)
         return StageResult("revalidate", report, report.spec_means_ns())
 

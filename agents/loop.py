@@ -264,6 +264,7 @@ class ResearchAgent:
             rule=self.evaluator.rule,
             trace_out=trace_path_for(path),
             isolation=self.evaluator.isolation,
+            triton_cache=self.evaluator.cache_for(path),
         )
         seconds = time.monotonic() - started
         ok = isinstance(result, ProfileSummary)

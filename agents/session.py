@@ -91,6 +91,11 @@ class RunPaths:
         return self.root / "judge-manifest.json"
 
     @property
+    def triton_caches(self) -> Path:
+        """Compiled kernels kept between judge runs (kernels.judge.triton_cache)."""
+        return self.root / "triton"
+
+    @property
     def promote_lock(self) -> Path:
         return self.root / "promote.lock"
 

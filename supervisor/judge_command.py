@@ -13,6 +13,7 @@ from agents.settings import SettingsError, load_settings
 from kernels.judge.report import JudgeReport
 from kernels.judge.runner import JudgeConfig, evaluate
 from kernels.judge.sandbox import IsolationSettings
+from kernels.judge.triton_cache import per_source, user_cache_root
 from kernels.suites import SuiteError, get_suite
 from kernels.timing import STOPPING_RULES
 from supervisor.errors import UsageError
@@ -103,6 +104,7 @@ def judge_command(args: argparse.Namespace, console: Console) -> int:
         rule=rule,
         recheck=args.recheck,
         isolation=workspace_isolation(args.workspace),
+        triton_cache=per_source(user_cache_root())(args.file) if args.file.is_file() else None,
     )
     report = _judge_with_progress(args.file, config, console, f"{mode} {args.file.name}")
     if report.verdict == "rejected":

@@ -47,6 +47,7 @@ class ContestantLaunch:
     memory_limit_bytes: int
     max_file_bytes: int
     isolation: IsolationSettings
+    triton_cache: Path | None = None
     start_timeout_s: float = 60.0
 
 
@@ -90,6 +91,7 @@ class ContestantProcess:
             # A CPU candidate that allocates without bound gets MemoryError, not the host's OOM
             # killer; CUDA reserves address space, so there only the RSS watch applies.
             data_limit_bytes=launch.memory_limit_bytes if device == "cpu" else None,
+            triton_cache=launch.triton_cache,
         )
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "kernels.judge.sandbox_main", policy.to_json()],

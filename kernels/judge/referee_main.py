@@ -30,6 +30,7 @@ def main() -> None:
         memory_limit_bytes=int(config["memory_limit_bytes"]),
         max_file_bytes=int(config["max_file_bytes"]),
         isolation=IsolationSettings.from_dict(config["isolation"]),
+        triton_cache=Path(config["triton_cache"]) if config.get("triton_cache") else None,
     )
     contestant = ContestantProcess(launch)
     from kernels.judge.referee import Reporter, run  # torch loads while the contestant starts

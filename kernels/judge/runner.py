@@ -87,6 +87,10 @@ class JudgeConfig:
     device_turns: Path | None = None  # default: the GPU's turn file (kernels.judge.device_turns)
     isolation: IsolationSettings = field(default_factory=IsolationSettings)
     manifest: Mapping[str, str] | None = None  # the judge's files as the session started
+    # Compiled kernels kept across runs. A candidate can write what later runs load from here,
+    # so only runs of code that trusts each other may share one: the same source, or sources
+    # qrsup generated itself (the tuner's config points of the shipped kernel).
+    triton_cache: Path | None = None
 
     def __post_init__(self) -> None:
         if self.mode not in ("test", "bench", "all"):
@@ -201,6 +205,7 @@ def _run_referee(
         "memory_limit_bytes": config.memory_limit_bytes,
         "max_file_bytes": config.max_file_bytes(),
         "isolation": config.isolation.to_dict(),
+        "triton_cache": str(config.triton_cache) if config.triton_cache is not None else None,
         "timeouts": config.timeouts.to_dict(),
         "tests": [_spec_dict(s) for s in tests],
         "benchmarks": [_spec_dict(s) for s in benchmarks],

@@ -33,6 +33,7 @@ from pathlib import Path
 ISOLATION_MODES = ("auto", "required", "off")
 DEDICATED_USER = "qrsup-judge"
 PRIVATE_DIR = "/.qrsup-work"  # where the contestant's private work directory appears to it
+TRITON_CACHE = f"{PRIVATE_DIR}/.triton"
 SYSTEM_PATHS = ("/usr", "/etc", "/sys")
 TOP_LEVEL_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 DEVICE_NODES = ("null", "zero", "full", "random", "urandom", "tty")
@@ -88,6 +89,7 @@ class SandboxPolicy:
     max_processes: int = 4096
     max_file_bytes: int = 1024 * MiB
     data_limit_bytes: int | None = None
+    triton_cache: str | None = None  # a host directory kept across judge runs, read-write
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -108,8 +110,10 @@ def plan_sandbox(
     cuda: bool,
     max_file_bytes: int,
     data_limit_bytes: int | None,
+    triton_cache: Path | None = None,
 ) -> SandboxPolicy:
-    """The boundary for one contestant of this judge run."""
+    """The boundary for one contestant of this judge run; `triton_cache`, when given, is where
+    compiled kernels are kept for later runs (the caller decides whose runs may share it)."""
     staging, fallback = work_dir / "root", work_dir / "private"
     for directory in (staging, fallback):
         directory.mkdir(mode=0o700, exist_ok=True)
@@ -123,11 +127,14 @@ def plan_sandbox(
         else:
             uid, gid = found
             os.chown(fallback, uid, gid)
+            if triton_cache is not None:
+                triton_cache.mkdir(parents=True, exist_ok=True)
+                os.chown(triton_cache, uid, gid)
             os.chmod(work_dir, 0o711)  # the fallback directory must be reachable by that user
     private_env = {
         "HOME": PRIVATE_DIR,
         "TMPDIR": "/tmp",
-        "TRITON_CACHE_DIR": f"{PRIVATE_DIR}/.triton",
+        "TRITON_CACHE_DIR": TRITON_CACHE,
         "XDG_CACHE_HOME": f"{PRIVATE_DIR}/.cache",
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONPATH": os.pathsep.join(_import_roots(env)),
@@ -153,6 +160,7 @@ def plan_sandbox(
         max_processes=settings.max_processes,
         max_file_bytes=max_file_bytes,
         data_limit_bytes=data_limit_bytes,
+        triton_cache=str(triton_cache) if triton_cache is not None else None,
     )
 
 

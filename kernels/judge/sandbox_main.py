@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import signal
 import sys
 from pathlib import Path
 
 from kernels.judge import linux
-from kernels.judge.sandbox import PRIVATE_DIR, SandboxPolicy
+from kernels.judge.sandbox import PRIVATE_DIR, TRITON_CACHE, SandboxPolicy
 
 NAMESPACES = {
     "user": linux.CLONE_NEWUSER,
@@ -68,6 +69,8 @@ class Boundary:
             _mount_tmpfs(f"{staging}/tmp", policy.tmp_bytes, "1777")
             owner = "" if policy.uid is None else f",uid={policy.uid},gid={policy.gid}"
             _mount_tmpfs(f"{staging}{PRIVATE_DIR}", policy.private_dir_bytes, "0700" + owner)
+            if policy.triton_cache is not None:
+                _bind(policy.triton_cache, f"{staging}{TRITON_CACHE}", read_only=False)
             os.mkdir(f"{staging}/proc")
             linux.mount("proc", f"{staging}/proc", "proc", _NOEXEC)
             for link, target in policy.links.items():
@@ -85,6 +88,15 @@ class Boundary:
             return
         self.root = "built"
         self.private = PRIVATE_DIR
+
+    def environment(self) -> dict[str, str]:
+        """The policy's environment, with Triton's cache where this boundary put it."""
+        env = dict(self.policy.env)
+        if self.policy.triton_cache is not None and self.root != "built":
+            env["TRITON_CACHE_DIR"] = self.policy.triton_cache
+        elif self.root != "built":
+            env["TRITON_CACHE_DIR"] = f"{self.private}/.triton"
+        return env
 
     def _mount_dev(self, staging: str) -> None:
         dev = f"{staging}/dev"
@@ -135,7 +147,7 @@ class Boundary:
             os.setgroups([])
             os.setresgid(gid, gid, gid)
             os.setresuid(policy.uid, policy.uid, policy.uid)
-            user = str(policy.uid)
+            user = _user_name(policy.uid)
         elif os.geteuid() == 0:
             linux.prctl(linux.PR_SET_SECUREBITS, linux.SECBITS_NO_ROOT_POWER)
             linux.prctl(linux.PR_CAP_AMBIENT, linux.PR_CAP_AMBIENT_CLEAR_ALL)
@@ -191,6 +203,13 @@ def _bind(source: str, target: str, read_only: bool) -> None:
         linux.make_read_only(target)
 
 
+def _user_name(uid: int) -> str:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)
+
+
 def _host_pid() -> int:
     """Our pid as the referee sees it: the first NSpid entry, read before /proc is replaced."""
     for line in Path("/proc/self/status").read_text().splitlines():
@@ -230,7 +249,7 @@ def main() -> None:
     if status["missing"] and policy.required:
         sys.exit("the judge's isolation is required but incomplete: " + "; ".join(boundary.missing))
     os.chdir(boundary.private)
-    os.execve(policy.command[0], policy.command, policy.env)
+    os.execve(policy.command[0], policy.command, boundary.environment())
 
 
 if __name__ == "__main__":
