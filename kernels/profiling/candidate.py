@@ -36,6 +36,7 @@ def profile_candidate(
     timeouts: Timeouts | None = None,
     on_progress: Progress | None = None,
     isolation: IsolationSettings | None = None,
+    triton_cache: Path | None = None,
 ) -> ProfileSummary | ProfileFailure:
     """Profile benchmark `spec_index` of `suite`; never raises for anything the candidate does.
 
@@ -56,6 +57,7 @@ def profile_candidate(
         rule=rule,
         timeouts=timeouts or Timeouts(),
         isolation=isolation or IsolationSettings(),
+        triton_cache=triton_cache,
     )
     if ncu:
         budget = config.total_timeout_s() + NCU_TIMEOUT_S
