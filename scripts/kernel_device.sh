@@ -3,6 +3,8 @@
 # the claim on the configs it chose: `qrsup test` and `qrsup bench --baseline` (contest rule).
 # Usage: kernel_device.sh OUT [SWEEP_ARGS...]; results come back packed in OUT/results.tgz, and the
 # chosen configs and the short tables as separate files in OUT.
+# The judge runs with isolation = "off" (a qrsup.toml in the device's copy): its boundary's root
+# leaves out the device image's compiler (/opt/gcc), which Triton needs to build its launchers.
 set -uo pipefail
 out=${1:?output directory}
 shift
@@ -16,6 +18,7 @@ source "$(dirname "$0")/device_common.sh"
   python -c "import torch, triton; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'triton', triton.__version__)"
   git log -1 --format='commit %h %s' 2>/dev/null
 } > "$out/env.txt" 2>&1
+printf '[judge]\nisolation = "off"\n' > qrsup.toml
 step sweep 330 python scripts/kernel_sweep.py --out "$out/sweep" "$@"
 if [ -s "$out/sweep/configs.toml" ]; then
   cp "$out/sweep/configs.toml" kernels/fast/configs.toml

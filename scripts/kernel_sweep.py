@@ -1,10 +1,11 @@
 """Device-side structural sweep of the fast geqrf, sized for one short device lease.
 
 Per shape class, every variant (the class's shipped point changed by a few knobs: path, blocking,
-per-product precision, row-split Gram) first runs the class's qr_v2 test specs through the gates
-in parallel worker processes (which also compiles every kernel into the shared Triton cache); the
-variants that pass with margin are then timed in one process on the class's benchmark specs
-(each benchmark spec's first input is checked too), and the fastest becomes the class's point.
+per-product precision, row-split Gram) first runs the class's qr_v2 test specs, and extra
+rowscale/band/mixed specs, through the gates in parallel worker processes (which also compiles
+every kernel into the shared Triton cache); the variants that pass with margin are then timed in
+one process on the class's benchmark specs (each benchmark spec's first input is checked too),
+and the fastest becomes the class's point.
 
 `python scripts/kernel_sweep.py --out DIR [--workers N]` writes DIR/sweep.json, DIR/configs.toml
 (the chosen point per class) and DIR/profile.txt, and prints a short table last. Its timings steer
@@ -39,59 +40,100 @@ DEVICE = "cuda"
 SUITE = "qr_v2"
 
 FUSED = {"path": "fused", "graph": False}
-APPLY_TF32 = {"update_apply_precision": "tf32"}
+SAFE = {"update_precision": "tf32x3", "update_apply_precision": "tf32x3", "t_precision": "tf32x3"}
 ALL_TF32 = {"update_precision": "tf32", "update_apply_precision": "tf32", "t_precision": "tf32"}
+ALWAYS_SPLIT = {"update_split_below": 65536}
 
-# Knob changes tried per shape class, each against the class's shipped point.
+# Knob changes tried per shape class, each against the class's shipped point. Every class with a
+# relaxed precision lists SAFE (3×TF32 everywhere) so that some variant passes with margin.
 VARIANTS: dict[str, list[dict[str, object]]] = {
     "single-panel": [
-        {**FUSED, "panel_width": 8, "fused_warps": 2},
-        {**FUSED, "panel_width": 8, "fused_warps": 4},
-        {**FUSED, "panel_width": 16, "fused_warps": 2},
+        {"graph": True},
+        {"panel_elems_per_thread": 16},
+        {"panel_elems_per_thread": 64},
         {**FUSED, "panel_width": 32, "fused_warps": 2},
     ],
     "small": [
-        {**FUSED, "panel_width": 8, "block_width": 32, "fused_warps": 4},
+        {"panel_width": 16},
+        {"panel_width": 16, "block_width": 64},
+        {"panel_width": 16, "update_block_n": 64},
+        {"update_block_m": 64},
+        {"panel_width": 16, "update_split_below": 1056},
         {**FUSED, "panel_width": 16, "block_width": 32, "fused_warps": 4},
-        {**FUSED, "panel_width": 16, "block_width": 32, "fused_warps": 8},
-        {**FUSED, "panel_width": 16, "block_width": 64, "fused_warps": 8},
-        {**FUSED, "panel_width": 32, "block_width": 32, "fused_warps": 8},
     ],
     "medium": [
-        APPLY_TF32,
-        {**APPLY_TF32, "panel_width": 16},
-        {**APPLY_TF32, "block_width": 128},
-        {**APPLY_TF32, "block_width": 128, "panel_width": 16},
-        {"panel_width": 16},
-        {**APPLY_TF32, **FUSED, "panel_width": 16, "block_width": 32, "fused_warps": 8},
-        {**APPLY_TF32, **FUSED, "panel_width": 8, "block_width": 32, "fused_warps": 4},
-        {**APPLY_TF32, **FUSED, "panel_width": 16, "block_width": 64, "fused_warps": 8},
+        {"update_block_n": 32},
+        {"update_block_m": 32, "update_block_n": 32},
+        {"update_warps": 8},
+        {"update_stages": 3},
+        {"update_stages": 1},
+        {"block_width": 128},
+        {"panel_width": 8},
+        {"panel_width": 8, "block_width": 32},
+        {"panel_elems_per_thread": 32},
+        {"panel_elems_per_thread": 128},
+        {"t_gram_rows": 256},
+        {**ALWAYS_SPLIT, "update_split_rows": 256},
+        {**FUSED, "panel_width": 16, "block_width": 32, "fused_warps": 8},
+        {**FUSED, "panel_width": 16, "block_width": 64, "fused_warps": 8},
     ],
     "medium-1024": [
-        APPLY_TF32,
-        ALL_TF32,
-        {**ALL_TF32, "block_width": 128},
-        {**ALL_TF32, "panel_width": 16},
-        {**ALL_TF32, "t_gram_rows": 256},
-        {**ALL_TF32, "block_width": 128, "t_gram_rows": 256},
-        {**ALL_TF32, **FUSED, "panel_width": 16, "block_width": 32, "fused_warps": 8},
+        SAFE,
+        {"panel_width": 16},
+        {"panel_width": 16, "block_width": 128},
+        {"block_width": 128},
+        {"update_block_n": 32},
+        {"update_warps": 8},
+        {"update_stages": 3},
+        {"t_gram_rows": 256},
+        {"panel_width": 16, "t_gram_rows": 256},
+        {**SAFE, "panel_width": 16},
     ],
     "large": [
-        {"t_gram_rows": 256},
-        ALL_TF32,
-        {**ALL_TF32, "t_gram_rows": 256},
-        {**ALL_TF32, "t_gram_rows": 512},
-        {**ALL_TF32, "t_gram_rows": 256, "block_width": 128},
-        {**APPLY_TF32, "t_gram_rows": 256},
+        SAFE,
+        {**SAFE, "t_gram_rows": 256},
+        {"t_gram_rows": 512},
+        {"max_panel_elems": 65536},
+        {"panel_elems_per_thread": 64},
+        {"update_split_rows": 512},
+        {"update_block_n": 32},
+        {"block_width": 128},
     ],
     "huge": [
-        {"t_gram_rows": 256},
-        ALL_TF32,
+        SAFE,
+        {**SAFE, "t_gram_rows": 256},
         {**ALL_TF32, "t_gram_rows": 256},
         {**ALL_TF32, "t_gram_rows": 512},
-        {**ALL_TF32, "t_gram_rows": 256, "block_width": 128},
+        {"t_gram_rows": 512},
+        {"max_panel_elems": 65536},
+        {"panel_elems_per_thread": 64},
+        {"update_split_rows": 512},
+        {"block_width": 128},
     ],
 }
+
+# Beyond qr_v2's test specs: the cases that break relaxed precisions (rowscale, band, mixed) at
+# every n a class serves, so a choice holds for inputs the contest's list leaves out.
+EXTRA_TESTS = tuple(
+    Spec(batch, n, cond, case, seed)
+    for seed, (batch, n, cond, case) in enumerate(
+        [
+            (64, 512, 2, "mixed"),
+            (16, 512, 0, "band"),
+            (8, 1024, 0, "rowscale"),
+            (8, 1024, 0, "band"),
+            (16, 1024, 2, "mixed"),
+            (2, 2048, 0, "rowscale"),
+            (2, 2048, 0, "band"),
+            (1, 4096, 0, "rowscale"),
+            (1, 4096, 0, "band"),
+            (2, 4096, 2, "mixed"),
+            (40, 176, 0, "rowscale"),
+            (40, 352, 0, "band"),
+        ],
+        start=9100,
+    )
+)
 
 
 def with_class(base: Config, name: str, knobs: dict[str, object]) -> Config:
@@ -112,7 +154,7 @@ def check_variant(task: tuple[str, dict[str, object]]) -> dict[str, object]:
     solver = FastGeqrf(with_class(base, name, knobs))
     row: dict[str, object] = {"class": name, "knobs": knobs, "ok": True, "factor": 0.0}
     row |= {"orth": 0.0, "first_s": 0.0, "reasons": []}
-    for spec in class_specs(base, name, get_suite(SUITE).tests):
+    for spec in class_specs(base, name, get_suite(SUITE).tests + EXTRA_TESTS):
         start = time.perf_counter()
         try:
             a = generate_input(spec, device=DEVICE)
@@ -222,7 +264,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=12)
     parser.add_argument("--classes", default="", help="comma-separated classes (default: all)")
     parser.add_argument("--check-s", type=float, default=150.0, help="time allowed for checks")
-    parser.add_argument("--time-s", type=float, default=80.0, help="time allowed for timing")
+    parser.add_argument("--time-s", type=float, default=120.0, help="time allowed for timing")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     base = load_config()
@@ -265,7 +307,9 @@ def main() -> None:
                 f"gm={score:.4f}",
                 flush=True,
             )
-        if best_knobs:
+        if best_knobs is None:
+            print(f"{name}: no variant passed with margin; the shipped point stays", flush=True)
+        else:
             chosen = with_class(chosen, name, best_knobs)  # type: ignore[arg-type]
     report["variants"] = rows
 
