@@ -54,7 +54,7 @@ def test_candidate_that_segfaults_is_a_crash_naming_the_signal():
 
 
 def test_candidate_that_allocates_without_bound_hits_the_memory_limit():
-    report = judge(CHEATERS / "allocates.py", memory_limit_bytes=2**30)
+    report = judge(CHEATERS / "allocates.py", memory_limit_bytes=3 * 2**30)
     assert report.verdict == "memory", report.reason
 
 

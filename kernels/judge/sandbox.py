@@ -225,9 +225,21 @@ def exposed_paths(env: Mapping[str, str], links: Mapping[str, str]) -> list[str]
     wanted += [p for p in sys.path if p]
     for name in ("LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH", "PYTHONPATH"):
         wanted += [p for p in env.get(name, "").split(os.pathsep) if p]
+    # Programs the contestant's libraries run, and the whole installation of the C compiler
+    # (Triton builds a launcher with $CC, else the cc on $PATH; it needs its lib and libexec).
+    wanted += [p for p in env.get("PATH", "").split(os.pathsep) if p]
+    compiler = env.get("CC") or shutil.which("cc", path=env.get("PATH")) or ""
+    if compiler:
+        wanted.append(_installation(os.path.dirname(os.path.realpath(compiler))))
     checkout = str(package.parent)
     real = {os.path.realpath(p) for p in wanted if os.path.exists(p) and not _is_cwd_only(p, env)}
     return _outermost([*(p for p in real if p != checkout), str(package)])
+
+
+def _installation(program_dir: str) -> str:
+    """A `bin` directory's installation prefix (its parent), or the directory itself."""
+    path = os.path.realpath(program_dir)
+    return os.path.dirname(path) if os.path.basename(path) in ("bin", "sbin") else path
 
 
 def _is_cwd_only(path: str, env: Mapping[str, str]) -> bool:
