@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 
@@ -140,3 +141,14 @@ def test_file_with_the_banned_word_is_rejected_before_running():
     report = judge(CHEATERS / "mentions_the_banned_word.py")
     assert report.verdict == "rejected"
     assert "forbidden word 'stream'" in report.reason
+
+
+@pytest.mark.gpu
+def test_work_hidden_on_a_side_queue_fails_integrity_within_seconds_under_the_contest_rule():
+    """Without the early look at integrity this ran each spec to the rule's 120 s cap."""
+    started = time.monotonic()
+    cheater = CHEATERS / "hides_work_on_a_side_queue.py"
+    report = judge(cheater, "bench", device="cuda", rule="contest")
+    assert time.monotonic() - started < 30
+    assert report.verdict == "fail", report.reason
+    assert report.specs[0]["gate"] == "integrity"

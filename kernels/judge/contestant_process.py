@@ -14,7 +14,7 @@ from pathlib import Path
 
 import psutil
 
-from kernels.judge.processes import kill_tree, tree_rss_bytes
+from kernels.judge.processes import kill_tree, run_delay_ns, tree_rss_bytes
 from kernels.judge.protocol import (
     ChannelClosed,
     ChannelTimeout,
@@ -124,6 +124,10 @@ class ContestantProcess:
     @property
     def pid(self) -> int:
         return self._proc.pid
+
+    def run_delay_ns(self) -> int:
+        """How long the contestant's main thread has waited for a CPU so far."""
+        return run_delay_ns(self._ps.pid)
 
     def cpu_time_ns(self) -> int:
         """User plus system CPU time of all the contestant's threads so far."""

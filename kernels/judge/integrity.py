@@ -7,6 +7,14 @@ about that plus the claimed kernel time. Time beyond it is unaccounted: a patche
 a side stream, a forged early reply, or work deferred into preparation or inspection. On the CPU
 a background thread can hide work on a spare core, so CPU time spent outside the timed window
 is accounted the same way.
+
+A busy host stretches every cycle without any hidden work: each message between referee and
+contestant wakes a process that then waits for a CPU. The kernel counts that wait (schedstat's
+run delay) for the referee's thread and the contestant's main thread; it is taken out of the
+cycle before the comparison. Only the contestant's wait outside its timed window counts, so a
+kernel whose hidden device work keeps it waiting inside the window gains nothing, and a
+contestant that starves its own main thread outside the window burns CPU time there, which the
+CPU accounting charges.
 """
 
 from __future__ import annotations
@@ -51,6 +59,14 @@ class Cycle:
     cycle_ns: float  # referee's clock over prepare + go + inspect
     cpu_outside_ns: float  # contestant CPU time spent outside the timed window
     exported: bool
+    # Time the referee, and the contestant outside its window, spent runnable but waiting for a
+    # CPU: a busy host's toll, which the kernel counts and no process can inflate for free.
+    host_wait_ns: float = 0.0
+
+    @property
+    def harness_ns(self) -> float:
+        """What the cycle cost beyond the claimed kernel time and the host's toll."""
+        return self.cycle_ns - self.claimed_ns - self.host_wait_ns
 
     @property
     def wall_outside_ns(self) -> float:
@@ -76,6 +92,7 @@ class IntegrityVerdict:
     cpu_unaccounted_ns: float
     cpu_allowed_ns: float
     reason: str
+    host_wait_ns: float = 0.0  # median per repetition, already taken out of `unaccounted_ns`
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -98,7 +115,7 @@ def judge_integrity(
         if not group:
             continue
         base = baseline.export_cycle_ns if exported else baseline.cycle_ns
-        extra = statistics.median(c.cycle_ns - c.claimed_ns - base for c in group)
+        extra = statistics.median(c.harness_ns - base for c in group)
         limit = allowed + tolerance.harness_slack * base
         if extra > limit:
             return _failed(extra, limit, 0.0, cpu_allowed, claimed, "wall-clock")
@@ -106,7 +123,8 @@ def judge_integrity(
     cpu_extra = sum(c.cpu_outside_ns - c.wall_outside_ns for c in cycles)
     if cpu_extra > cpu_allowed:
         return _failed(unaccounted, allowed, cpu_extra, cpu_allowed, claimed, "CPU")
-    return IntegrityVerdict(True, unaccounted, allowed, cpu_extra, cpu_allowed, "")
+    waited = statistics.median(c.host_wait_ns for c in cycles)
+    return IntegrityVerdict(True, unaccounted, allowed, cpu_extra, cpu_allowed, "", waited)
 
 
 def _failed(

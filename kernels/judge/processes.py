@@ -72,6 +72,18 @@ def kill_tree(pid: int) -> None:
     kill_processes(descendants(pid) + root)
 
 
+def run_delay_ns(pid: int | None = None) -> int:
+    """Time a thread spent runnable but waiting for a CPU (the kernel's schedstat): a busy host's
+    toll, which no process can inflate for another without burning CPU time itself. `pid` names
+    a process's main thread; None, the calling thread. 0 where the kernel does not keep it."""
+    path = f"/proc/{pid}/schedstat" if pid is not None else "/proc/thread-self/schedstat"
+    try:
+        with open(path) as stats:
+            return int(stats.read().split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
 def tree_rss_bytes(pid: int) -> int:
     """Resident memory of a process and all its descendants."""
     total = 0

@@ -16,6 +16,7 @@ import os
 import secrets
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 
@@ -27,9 +28,11 @@ from kernels.judge.integrity import (
     CUDA_TOLERANCE,
     Cycle,
     CycleBaseline,
+    IntegrityVerdict,
     judge_integrity,
 )
 from kernels.judge.outcome import SpecOutcome, assemble_report
+from kernels.judge.processes import run_delay_ns
 from kernels.judge.protocol import sign, write_all
 from kernels.judge.sandbox import isolation_summary
 from kernels.suites import Spec
@@ -38,7 +41,27 @@ from kernels.timing import STOPPING_RULES, Stats, inputs_per_repetition
 CALIBRATION_SPEC = Spec(batch=2, n=8, cond=0, case="dense", seed=0)
 CALIBRATION_CYCLES = 9
 SAMPLED_RECHECK_PROBABILITY = 0.125
+ABORT_MIN_CYCLES = 4
+ABORT_FACTOR = 3.0
 FAILURE_STATUS = {"timeout": "timeout", "crash": "crash", "memory": "memory", "protocol": "fail"}
+
+
+@dataclass(frozen=True)
+class _Reading:
+    """The contestant's CPU time and its main thread's wait for a CPU, read by the referee."""
+
+    cpu_ns: int
+    wait_ns: int
+
+    @classmethod
+    def of(cls, proc: ContestantProcess) -> _Reading:
+        return cls(proc.cpu_time_ns(), proc.run_delay_ns())
+
+    def since(self, earlier: _Reading) -> _Reading:
+        return _Reading(self.cpu_ns - earlier.cpu_ns, self.wait_ns - earlier.wait_ns)
+
+    def plus(self, other: _Reading) -> _Reading:
+        return _Reading(self.cpu_ns + other.cpu_ns, self.wait_ns + other.wait_ns)
 
 
 class _Stop(Exception):
@@ -90,13 +113,19 @@ class Referee:
             except ContestantFailure as failure:
                 self.dead = failure
         totals = {"test": len(tests), "benchmark": len(benchmarks)}
+        failed_test: SpecOutcome | None = None
         for outcome in outcomes:
             if load_error:
                 outcome.fail("error", load_error)
             elif self.dead is not None:
                 outcome.fail(FAILURE_STATUS[self.dead.kind], f"not run: {self.dead.reason}")
+            elif failed_test is not None:
+                label = f"{failed_test.kind} {failed_test.index} ({failed_test.spec.label})"
+                outcome.fail("skipped", f"not run: {label} failed first")
             else:
                 self._run_outcome(outcome, totals[outcome.kind])
+                if outcome.kind == "test" and outcome.status != "pass":
+                    failed_test = outcome
         self.contestant.close()
         self.phases["total"] = time.monotonic() - started
         extra = {
@@ -159,7 +188,7 @@ class Referee:
             for _ in range(CALIBRATION_CYCLES)
         ][2:]
         overheads = sorted(c.window_ns - c.claimed_ns for c in settled)
-        costs = sorted(c.cycle_ns - c.claimed_ns for c in settled)
+        costs = sorted(c.harness_ns for c in settled)
         self.go_overhead_ns = overheads[len(overheads) // 2]
         jitter = costs[int(0.9 * (len(costs) - 1))] - costs[len(costs) // 2]
         for spec in benchmarks:
@@ -168,8 +197,8 @@ class Referee:
             exported = self._cycle(spec, seeds, lambda _: True, calibrate=True)
             self._discard_export()
             self.baselines[spec] = CycleBaseline(
-                cycle_ns=min(c.cycle_ns - c.claimed_ns for c in plain),
-                export_cycle_ns=exported.cycle_ns - exported.claimed_ns,
+                cycle_ns=min(c.harness_ns for c in plain),
+                export_cycle_ns=exported.harness_ns,
                 jitter_ns=jitter,
             )
 
@@ -197,17 +226,18 @@ class Referee:
         the timed window has closed. A candidate error or rule violation ends the spec (_Stop).
         """
         proc = self.contestant
-        cpu_start, wall_start = proc.cpu_time_ns(), time.perf_counter_ns()
+        own_wait_start = run_delay_ns()
+        start, wall_start = _Reading.of(proc), time.perf_counter_ns()
         shape = {"batch": spec.batch, "n": spec.n, "cond": spec.cond, "case": spec.case}
         reply, _ = self._ask({"op": "prepare", "spec": shape, "seeds": seeds}, "prepare", "prepare")
         if not reply.get("ok"):
             raise ContestantFailure("crash", f"prepare: the harness failed: {reply.get('error')}")
-        cpu_before_go = proc.cpu_time_ns()
+        before_go = _Reading.of(proc)
         timeout_key = "first_call" if outcome is not None and outcome.calls == 0 else "call"
         reply, window = self._ask(
             {"op": "go", "calibrate": calibrate}, timeout_key, "custom_kernel"
         )
-        cpu_after_go = proc.cpu_time_ns()
+        after_go = _Reading.of(proc)
         if not reply.get("ok"):
             if outcome is not None:
                 status = "memory" if reply.get("kind") == "memory" else "error"
@@ -218,18 +248,21 @@ class Referee:
         claimed = int(reply["elapsed_ns"])
         exported = export_after(claimed)
         reply, _ = self._ask({"op": "inspect", "export": exported}, "inspect", "inspect")
-        wall_end, cpu_end = time.perf_counter_ns(), proc.cpu_time_ns()
+        wall_end, end = time.perf_counter_ns(), _Reading.of(proc)
+        own_wait = run_delay_ns() - own_wait_start
         problems = reply.get("problems") or []
         if problems and outcome is not None:
             first = problems[0]
             outcome.fail("fail", str(first.get("reason", "rule violated")), str(first.get("gate")))
             raise _Stop
+        outside = before_go.since(start).plus(end.since(after_go))
         return Cycle(
             claimed_ns=float(claimed),
             window_ns=float(window),
             cycle_ns=float(wall_end - wall_start),
-            cpu_outside_ns=float((cpu_before_go - cpu_start) + (cpu_end - cpu_after_go)),
+            cpu_outside_ns=float(outside.cpu_ns),
             exported=exported,
+            host_wait_ns=float(own_wait + outside.wait_ns),
         )
 
     def _run_test(self, outcome: SpecOutcome) -> None:
@@ -255,20 +288,22 @@ class Referee:
             finished = self.rule.should_stop(durations, time.perf_counter_ns() - started)
             return self._should_check(outcome, finished)
 
+        tolerance = CUDA_TOLERANCE if self.device.type == "cuda" else CPU_TOLERANCE
         while not finished:
             seeds = self._fresh_seeds(count)
             cycle = self._cycle(spec, seeds, export_after, outcome)
             cycles.append(cycle)
             if cycle.exported:
                 self._check_exported(outcome, seeds)
+            if not finished and _abort_check_due(len(cycles)):
+                finished = _far_beyond(judge_integrity(cycles, self.baselines[spec], tolerance))
         outcome.stats = Stats.from_durations(durations)
         windows = [max(0.0, c.window_ns - self.go_overhead_ns) / count for c in cycles]
         outcome.referee_mean_ns = sum(windows) / len(windows)
-        tolerance = CUDA_TOLERANCE if self.device.type == "cuda" else CPU_TOLERANCE
         verdict = judge_integrity(cycles, self.baselines[spec], tolerance)
         outcome.integrity = verdict.to_dict()
         if not verdict.ok:
-            outcome.fail("fail", verdict.reason, "integrity")
+            outcome.fail("fail", f"{verdict.reason} ({len(cycles)} repetitions)", "integrity")
 
     def _discard_export(self) -> None:
         """Empty the export file, so a later export that writes nothing cannot pass as one."""
@@ -310,6 +345,19 @@ class Referee:
             del flat  # it maps the file: emptying the file under it would fault
             self._discard_export()
             outcome.check_s += time.monotonic() - start
+
+
+def _abort_check_due(cycles: int) -> bool:
+    """Integrity is looked at early after 4, 8, 16, … repetitions: cheap, and soon enough."""
+    return cycles >= ABORT_MIN_CYCLES and cycles & (cycles - 1) == 0
+
+
+def _far_beyond(verdict: IntegrityVerdict) -> bool:
+    """Unaccounted time so far past the allowance that more repetitions cannot change the
+    verdict: a spec hiding its work fails in seconds, not at the stopping rule's time cap."""
+    wall = verdict.unaccounted_ns > ABORT_FACTOR * verdict.allowed_ns
+    cpu = verdict.cpu_unaccounted_ns > ABORT_FACTOR * verdict.cpu_allowed_ns
+    return not verdict.ok and (wall or cpu)
 
 
 def run(config: dict, reporter: Reporter, contestant: ContestantProcess) -> dict:

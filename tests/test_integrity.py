@@ -1,0 +1,50 @@
+"""Timing integrity on recorded cycles: a busy host is not hidden work, hidden work is."""
+
+from __future__ import annotations
+
+from kernels.judge.integrity import CUDA_TOLERANCE, Cycle, CycleBaseline, judge_integrity
+from kernels.judge.referee import _abort_check_due, _far_beyond
+
+MS = 1_000_000
+BASELINE = CycleBaseline(cycle_ns=2 * MS, export_cycle_ns=3 * MS, jitter_ns=0.1 * MS)
+
+
+def _cycles(claimed_ms: float, stretch_ms: float, waited_ms: float, count: int = 20) -> list:
+    """Repetitions whose harness ran `stretch_ms` longer than calibrated, `waited_ms` of it
+    spent runnable but waiting for a CPU (the allowance here is 1.6 ms)."""
+    cycle_ns = (claimed_ms + stretch_ms) * MS + BASELINE.cycle_ns
+    return [
+        Cycle(claimed_ms * MS, claimed_ms * MS, cycle_ns, 0.0, False, waited_ms * MS)
+        for _ in range(count)
+    ]
+
+
+def test_a_busy_host_that_delays_every_wakeup_is_not_hidden_work():
+    busy = judge_integrity(_cycles(0.1, 2.5, 2.5), BASELINE, CUDA_TOLERANCE)
+    assert busy.ok, busy.reason
+    assert busy.host_wait_ns == 2.5 * MS
+
+
+def test_the_same_stretch_without_a_cpu_wait_is_unaccounted_time():
+    hidden = judge_integrity(_cycles(0.1, 2.5, 0.0), BASELINE, CUDA_TOLERANCE)
+    assert not hidden.ok
+    assert "did not cover" in hidden.reason
+
+
+def test_a_wait_explains_only_itself_not_more_hidden_work():
+    partly = judge_integrity(_cycles(0.1, 8.0, 2.5), BASELINE, CUDA_TOLERANCE)
+    assert not partly.ok
+    assert abs(partly.unaccounted_ns - 5.5 * MS) < 0.01 * MS
+
+
+def test_far_beyond_the_allowance_stops_early_but_a_near_miss_does_not():
+    gross = judge_integrity(_cycles(0.1, 20.0, 0.0, count=4), BASELINE, CUDA_TOLERANCE)
+    near = judge_integrity(_cycles(0.1, 1.8, 0.0, count=4), BASELINE, CUDA_TOLERANCE)
+    assert not gross.ok and _far_beyond(gross)
+    assert not near.ok and not _far_beyond(near)
+    honest = judge_integrity(_cycles(0.1, 0.0, 0.0, count=4), BASELINE, CUDA_TOLERANCE)
+    assert not _far_beyond(honest)
+
+
+def test_integrity_is_looked_at_early_on_a_doubling_schedule():
+    assert [n for n in range(1, 70) if _abort_check_due(n)] == [4, 8, 16, 32, 64]
