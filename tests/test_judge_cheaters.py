@@ -9,6 +9,7 @@ import pytest
 
 from kernels.judge.runner import Timeouts
 from kernels.judge.sandbox import IsolationSettings
+from kernels.suites import Spec, Suite
 from tests.conftest import CANDIDATES, CHEATERS, judge, processes_whose_command_has
 
 pytestmark = pytest.mark.usefixtures("no_leftover_processes")
@@ -148,7 +149,8 @@ def test_work_hidden_on_a_side_queue_fails_integrity_within_seconds_under_the_co
     """Without the early look at integrity this ran each spec to the rule's 120 s cap."""
     started = time.monotonic()
     cheater = CHEATERS / "hides_work_on_a_side_queue.py"
-    report = judge(cheater, "bench", device="cuda", rule="contest")
+    suite = Suite("hidden", tests=(), benchmarks=(Spec(8, 512, 1, "dense", 5),))
+    report = judge(cheater, "bench", device="cuda", rule="contest", suite=suite)
     assert time.monotonic() - started < 30
     assert report.verdict == "fail", report.reason
     assert report.specs[0]["gate"] == "integrity"

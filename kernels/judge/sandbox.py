@@ -128,8 +128,7 @@ def plan_sandbox(
             uid, gid = found
             os.chown(fallback, uid, gid)
             if triton_cache is not None:
-                triton_cache.mkdir(parents=True, exist_ok=True)
-                os.chown(triton_cache, uid, gid)
+                _give_tree(triton_cache, uid, gid)
             os.chmod(work_dir, 0o711)  # the fallback directory must be reachable by that user
     private_env = {
         "HOME": PRIVATE_DIR,
@@ -162,6 +161,15 @@ def plan_sandbox(
         data_limit_bytes=data_limit_bytes,
         triton_cache=str(triton_cache) if triton_cache is not None else None,
     )
+
+
+def _give_tree(root: Path, uid: int, gid: int) -> None:
+    """Make a kept cache the contestant's, entries that earlier runs left as another user too
+    (a run with isolation off, say): Triton cannot add to a directory it does not own."""
+    root.mkdir(parents=True, exist_ok=True)
+    for path in (root, *root.rglob("*")):
+        if path.lstat().st_uid != uid:
+            os.chown(path, uid, gid, follow_symlinks=False)
 
 
 def judge_user(name: str | None) -> tuple[int, int] | str:
