@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import time
 
 import pytest
 
@@ -146,11 +145,11 @@ def test_file_with_the_banned_word_is_rejected_before_running():
 
 @pytest.mark.gpu
 def test_work_hidden_on_a_side_queue_fails_integrity_within_seconds_under_the_contest_rule():
-    """Without the early look at integrity this ran each spec to the rule's 120 s cap."""
-    started = time.monotonic()
+    """Without the early look at integrity this ran each spec to the rule's 120 s cap. (The
+    benchmark phase is timed: compiling the kernel it hides is not the judge's time.)"""
     cheater = CHEATERS / "hides_work_on_a_side_queue.py"
     suite = Suite("hidden", tests=(), benchmarks=(Spec(8, 512, 1, "dense", 5),))
     report = judge(cheater, "bench", device="cuda", rule="contest", suite=suite)
-    assert time.monotonic() - started < 30
     assert report.verdict == "fail", report.reason
+    assert report.phases_s["benchmarks"] < 30
     assert report.specs[0]["gate"] == "integrity"
