@@ -15,9 +15,9 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from agents.proposal import OutcomeSummary, ProposalContext, ProposalFailure, Usage
-from agents.proposers.chat import ChatClient, ChatReply, ModelConfig
-from agents.proposers.prompt_builder import (
+from qrsup.agents.proposal import OutcomeSummary, ProposalContext, ProposalFailure, Usage
+from qrsup.agents.proposers.chat import ChatClient, ChatReply, ModelConfig
+from qrsup.agents.proposers.prompt_builder import (
     DEFAULT_LIMITS,
     DEFAULT_SOURCES,
     PromptLimits,
@@ -29,9 +29,9 @@ from agents.proposers.prompt_builder import (
     problem_statement,
     spec_legend,
 )
-from agents.records import read_events
-from agents.session import AgentSpec, RunPaths, SessionConfig
-from prompts.loader import PromptError, load_template, render
+from qrsup.agents.records import read_events
+from qrsup.agents.session import AgentSpec, RunPaths, SessionConfig
+from qrsup.prompts.loader import PromptError, load_template, render
 
 _SECTION = re.compile(r"^## ([a-z0-9][a-z0-9-]*): (.+)$", re.M)
 _IDEA = re.compile(r"^[\s*#>\d.)-]*IDEA[\s*]*:[\s*]*", re.I | re.M)

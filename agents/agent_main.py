@@ -1,4 +1,4 @@
-"""Entry point of one agent process: `python -m agents.agent_main RUN_DIR AGENT [DEVICE]`."""
+"""Entry point of one agent process: `python -m qrsup.agents.agent_main RUN_DIR AGENT [DEVICE]`."""
 
 from __future__ import annotations
 
@@ -10,27 +10,27 @@ import traceback
 from dataclasses import replace
 from pathlib import Path
 
-from agents.advisor import build_advisor
-from agents.evaluation import Evaluator
-from agents.heartbeat import read_beat, write_beat
-from agents.incumbent import REPO_ROOT
-from agents.loop import ResearchAgent
-from agents.proposal import Proposer
-from agents.proposers import CommandConfig, CommandProposer, ModelConfig, OpenAIProposer
-from agents.records import AgentLog, append_event
-from agents.session import AgentSpec, RunPaths, SessionConfig, load_session
-from agents.spaces import space_for
-from agents.store import Store
-from agents.tuner import Sample, TunerProposer
-from kernels.judge.triton_cache import shared
-from kernels.suites import get_suite
+from qrsup.agents.advisor import build_advisor
+from qrsup.agents.evaluation import Evaluator
+from qrsup.agents.heartbeat import read_beat, write_beat
+from qrsup.agents.incumbent import REPO_ROOT
+from qrsup.agents.loop import ResearchAgent
+from qrsup.agents.proposal import Proposer
+from qrsup.agents.proposers import CommandConfig, CommandProposer, ModelConfig, OpenAIProposer
+from qrsup.agents.records import AgentLog, append_event
+from qrsup.agents.session import AgentSpec, RunPaths, SessionConfig, load_session
+from qrsup.agents.spaces import space_for
+from qrsup.agents.store import Store
+from qrsup.agents.tuner import Sample, TunerProposer
+from qrsup.kernels.judge.triton_cache import shared
+from qrsup.kernels.suites import get_suite
 
 # qrsup's own code (found without importing what lies above this layer): a coding agent reads
 # it, never edits it.
 QRSUP_PACKAGES = tuple(
     Path(location).resolve()
     for name in ("agents", "kernels", "supervisor", "prompts")
-    for location in (importlib.util.find_spec(name).submodule_search_locations or [])
+    for location in (importlib.util.find_spec(f"qrsup.{name}").submodule_search_locations or [])
 )
 
 

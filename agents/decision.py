@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from agents.beam import Scored, Slot, place, source_lines
-from agents.evaluation import Comparison, Evaluator, RetimingFailure, StageResult
-from agents.incumbent import Incumbent
-from agents.promotion import promote
-from agents.recorder import Recorder
-from agents.session import RunPaths, SessionConfig
-from agents.store import CandidateRow, Store
+from qrsup.agents.beam import Scored, Slot, place, source_lines
+from qrsup.agents.evaluation import Comparison, Evaluator, RetimingFailure, StageResult
+from qrsup.agents.incumbent import Incumbent
+from qrsup.agents.promotion import promote
+from qrsup.agents.recorder import Recorder
+from qrsup.agents.session import RunPaths, SessionConfig
+from qrsup.agents.store import CandidateRow, Store
 
 DEFAULT_NOISE = 0.02
 Progress = Callable[[str], Callable[[dict], None]]

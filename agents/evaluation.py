@@ -13,15 +13,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from agents.session import RunPaths, SessionConfig
-from agents.settings import load_settings
-from kernels.judge.manifest import load_manifest, save_manifest, take_manifest
-from kernels.judge.report import JudgeReport
-from kernels.judge.runner import JudgeConfig, evaluate
-from kernels.judge.sandbox import IsolationSettings
-from kernels.judge.triton_cache import CacheChoice, per_source
-from kernels.suites import Suite, get_suite
-from kernels.timing import geomean
+from qrsup.agents.session import RunPaths, SessionConfig
+from qrsup.agents.settings import load_settings
+from qrsup.kernels.judge.manifest import load_manifest, save_manifest, take_manifest
+from qrsup.kernels.judge.report import JudgeReport
+from qrsup.kernels.judge.runner import JudgeConfig, evaluate
+from qrsup.kernels.judge.sandbox import IsolationSettings
+from qrsup.kernels.judge.triton_cache import CacheChoice, per_source
+from qrsup.kernels.suites import Suite, get_suite
+from qrsup.kernels.timing import geomean
 
 Progress = Callable[[dict], None]
 NOISE_FLOOR = 0.01

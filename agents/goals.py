@@ -13,8 +13,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from kernels.suites import Spec
-from kernels.timing import geomean
+from qrsup.kernels.suites import Spec
+from qrsup.kernels.timing import geomean
 
 UNITS_NS = {"ns": 1.0, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9}
 

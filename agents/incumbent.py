@@ -6,22 +6,22 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from agents.beam import Scored, source_lines
-from agents.evaluation import Evaluator
-from agents.git_workspace import (
+from qrsup.agents.beam import Scored, source_lines
+from qrsup.agents.evaluation import Evaluator
+from qrsup.agents.git_workspace import (
     INCUMBENT_PATH,
     WorkspaceError,
     commit_incumbent,
     open_repo,
     read_incumbent,
 )
-from agents.records import AgentLog
-from agents.session import RunPaths, SessionConfig
-from agents.spaces import space_for
-from agents.store import CandidateRow, Store
-from agents.tuner import source_hash
-from kernels.judge.locks import file_lock
-from kernels.timing import geomean
+from qrsup.agents.records import AgentLog
+from qrsup.agents.session import RunPaths, SessionConfig
+from qrsup.agents.spaces import space_for
+from qrsup.agents.store import CandidateRow, Store
+from qrsup.agents.tuner import source_hash
+from qrsup.kernels.judge.locks import file_lock
+from qrsup.kernels.timing import geomean
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 

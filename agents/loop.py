@@ -16,27 +16,26 @@ from pathlib import Path
 from types import FrameType
 
 import git
-
-from agents import inbox
-from agents.advisor import Advisor
-from agents.decision import Decider
-from agents.evaluation import Evaluator, StageResult
-from agents.git_workspace import WorkspaceError, commit_to_branch, open_repo
-from agents.goals import parse_goal
-from agents.heartbeat import Heartbeat
-from agents.incumbent import Incumbent, bootstrap_incumbent
-from agents.phase_focus import latest_stage_shares
-from agents.proposal import Proposal, ProposalContext, ProposalFailure, Proposer
-from agents.recorder import IterationRecord, Recorder
-from agents.records import format_ms
-from agents.session import AgentSpec, RunPaths, SessionConfig
-from agents.steering import AgentState, take_messages
-from agents.store import CandidateRow, Store
-from agents.tuner import source_hash
-from kernels.judge.report import JudgeReport
-from kernels.judge.static_checks import check_candidate_file
-from kernels.profiling.candidate import profile_candidate, trace_path_for, write_latest
-from kernels.profiling.summary import ProfileSummary
+from qrsup.agents import inbox
+from qrsup.agents.advisor import Advisor
+from qrsup.agents.decision import Decider
+from qrsup.agents.evaluation import Evaluator, StageResult
+from qrsup.agents.git_workspace import WorkspaceError, commit_to_branch, open_repo
+from qrsup.agents.goals import parse_goal
+from qrsup.agents.heartbeat import Heartbeat
+from qrsup.agents.incumbent import Incumbent, bootstrap_incumbent
+from qrsup.agents.phase_focus import latest_stage_shares
+from qrsup.agents.proposal import Proposal, ProposalContext, ProposalFailure, Proposer
+from qrsup.agents.recorder import IterationRecord, Recorder
+from qrsup.agents.records import format_ms
+from qrsup.agents.session import AgentSpec, RunPaths, SessionConfig
+from qrsup.agents.steering import AgentState, take_messages
+from qrsup.agents.store import CandidateRow, Store
+from qrsup.agents.tuner import source_hash
+from qrsup.kernels.judge.report import JudgeReport
+from qrsup.kernels.judge.static_checks import check_candidate_file
+from qrsup.kernels.profiling.candidate import profile_candidate, trace_path_for, write_latest
+from qrsup.kernels.profiling.summary import ProfileSummary
 
 MEMORY_SIZE = 12
 PROMISE_MARGIN = {"exploit": 0.10, "near-miss": 0.5, "structural": 1.0, "cleanup": 0.05}

@@ -2,8 +2,8 @@
 
 The tuner mutates knobs of the stage that takes most of the parent's profiled time more often:
 a panel-bound candidate gains nothing from a new trailing-update tile shape. Stages come from the
-candidate's own phase marks (`kernels.phases`) or, where marks cannot see them (under a CUDA graph
-every kernel falls in the phase around the replay), from the kernels' names.
+candidate's own phase marks (`qrsup.kernels.phases`) or, where marks cannot see them (under a
+CUDA graph every kernel falls in the phase around the replay), from the kernels' names.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import json
 import sqlite3
 from collections.abc import Sequence
 
-from kernels.profiling.summary import ProfileSummary, profile_from_dict
+from qrsup.kernels.profiling.summary import ProfileSummary, profile_from_dict
 
 STAGES = ("panel", "T", "trailing")
 _NAME_STAGES = (

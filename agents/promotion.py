@@ -7,12 +7,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from agents.evaluation import Evaluator, StageResult
-from agents.git_workspace import WorkspaceError, check_promotable, commit_incumbent, open_repo
-from agents.records import append_atomically, format_ms, timestamp
-from agents.session import RunPaths
-from agents.store import Store
-from kernels.judge.locks import file_lock
+from qrsup.agents.evaluation import Evaluator, StageResult
+from qrsup.agents.git_workspace import WorkspaceError, check_promotable, commit_incumbent, open_repo
+from qrsup.agents.records import append_atomically, format_ms, timestamp
+from qrsup.agents.session import RunPaths
+from qrsup.agents.store import Store
+from qrsup.kernels.judge.locks import file_lock
 
 Progress = Callable[[dict], None]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from agents.records import (
+from qrsup.agents.records import (
     AgentLog,
     append_atomically,
     append_event,
@@ -17,8 +17,8 @@ from agents.records import (
     log_entry,
     read_events,
 )
-from agents.session import RunPaths
-from agents.store import Store
+from qrsup.agents.session import RunPaths
+from qrsup.agents.store import Store
 
 
 @dataclass

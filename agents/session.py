@@ -6,7 +6,7 @@ import tomllib
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
-from agents.proposal import ROLES
+from qrsup.agents.proposal import ROLES
 
 PROPOSERS = ("tuner", "openai", "command")
 
@@ -87,12 +87,12 @@ class RunPaths:
 
     @property
     def judge_manifest(self) -> Path:
-        """Hashes of the judge's files when the session started (kernels.judge.manifest)."""
+        """Hashes of the judge's files when the session started (qrsup.kernels.judge.manifest)."""
         return self.root / "judge-manifest.json"
 
     @property
     def triton_caches(self) -> Path:
-        """Compiled kernels kept between judge runs (kernels.judge.triton_cache)."""
+        """Compiled kernels kept between judge runs (qrsup.kernels.judge.triton_cache)."""
         return self.root / "triton"
 
     @property

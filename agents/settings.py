@@ -19,7 +19,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kernels.judge.sandbox import IsolationSettings
+from qrsup.kernels.judge.sandbox import IsolationSettings
 
 SETTINGS_FILE = "qrsup.toml"
 MiB = 2**20

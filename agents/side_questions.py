@@ -16,9 +16,9 @@ from collections.abc import Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
-from agents.proposal import OutcomeSummary, ParentCandidate, ProposalFailure, Usage
-from agents.proposers.chat import ChatClient, ModelConfig
-from agents.proposers.prompt_builder import (
+from qrsup.agents.proposal import OutcomeSummary, ParentCandidate, ProposalFailure, Usage
+from qrsup.agents.proposers.chat import ChatClient, ModelConfig
+from qrsup.agents.proposers.prompt_builder import (
     DEFAULT_LIMITS,
     DEFAULT_SOURCES,
     PromptLimits,
@@ -28,7 +28,7 @@ from agents.proposers.prompt_builder import (
     compact_memory,
     spec_legend,
 )
-from prompts.loader import PromptError, render
+from qrsup.prompts.loader import PromptError, render
 
 _DIFF_CHARS = 6000
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from kernels.blocked_wy import T_METHODS, BlockedConfig
-from kernels.suites import Spec
+from qrsup.kernels.blocked_wy import T_METHODS, BlockedConfig
+from qrsup.kernels.suites import Spec
 
 Point = dict[str, object]
 
@@ -41,7 +41,7 @@ BLOCKED_TEMPLATE = '''\
 
 import torch
 
-from kernels.blocked_wy import BlockedConfig, geqrf_blocked
+from qrsup.kernels.blocked_wy import BlockedConfig, geqrf_blocked
 
 CONFIG = BlockedConfig({arguments})
 
@@ -53,7 +53,7 @@ def custom_kernel(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 @dataclass(frozen=True)
 class BlockedWySpace:
-    """The knobs of `kernels.blocked_wy.BlockedConfig`, one class for every spec.
+    """The knobs of `qrsup.kernels.blocked_wy.BlockedConfig`, one class for every spec.
 
     Two families share the code: `blocked_wy` factors panels one reflector at a time,
     `recursive_wy` halves them recursively (Elmroth–Gustavson), a different algorithm.
@@ -107,8 +107,8 @@ from pathlib import Path
 import torch
 from triton import knobs
 
-from kernels.fast.config import parse_config
-from kernels.fast.geqrf import FastGeqrf
+from qrsup.kernels.fast.config import parse_config
+from qrsup.kernels.fast.geqrf import FastGeqrf
 
 CONFIG_TOML = """
 {config}"""

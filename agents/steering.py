@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from agents import inbox
-from agents.goals import Goal, GoalError, parse_goal
-from agents.recorder import Recorder
-from agents.session import RunPaths
-from agents.store import Store
+from qrsup.agents import inbox
+from qrsup.agents.goals import Goal, GoalError, parse_goal
+from qrsup.agents.recorder import Recorder
+from qrsup.agents.session import RunPaths
+from qrsup.agents.store import Store
 
 
 @dataclass

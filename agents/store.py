@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from agents.proposal import OutcomeSummary, ParentCandidate
+from qrsup.agents.proposal import OutcomeSummary, ParentCandidate
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS candidates (

@@ -17,10 +17,10 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from agents.phase_focus import STAGES, knob_stage
-from agents.proposal import Proposal, ProposalContext, ProposalFailure
-from agents.spaces import ConfigSpace, Point
-from kernels.suites import Spec
+from qrsup.agents.phase_focus import STAGES, knob_stage
+from qrsup.agents.proposal import Proposal, ProposalContext, ProposalFailure
+from qrsup.agents.spaces import ConfigSpace, Point
+from qrsup.kernels.suites import Spec
 
 MAX_TRIES = 200
 CROSSOVER_PROBABILITY = 0.3

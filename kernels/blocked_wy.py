@@ -10,8 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 import torch
-
-from kernels.phases import phase
+from qrsup.kernels.phases import phase
 
 PANEL_IMPLS = ("unblocked", "recursive")
 T_METHODS = ("solve", "recurrence")

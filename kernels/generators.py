@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import torch
-
-from kernels.suites import Spec
+from qrsup.kernels.suites import Spec
 
 EPS32 = 2.0**-23
 

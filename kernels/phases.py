@@ -12,8 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import torch
-
-from kernels.profiling.trace import PHASE_PREFIX
+from qrsup.kernels.profiling.trace import PHASE_PREFIX
 
 
 @contextmanager

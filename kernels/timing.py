@@ -6,7 +6,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
-from kernels.suites import Spec
+from qrsup.kernels.suites import Spec
 
 INPUT_BYTES_TARGET = 256 * 1024 * 1024
 MAX_INPUTS_PER_REP = 50

@@ -3,6 +3,7 @@
 # finished before a time limit still comes back.
 # `step NAME LIMIT_S COMMAND...` runs a command under a time limit, writes its output to
 # $out/NAME.txt and appends its exit status and wall time to $out/steps.txt.
+source "$(dirname "${BASH_SOURCE[0]}")/device_install.sh"
 dest=$out
 out=$(mktemp -d)
 pack() { tar czf "$dest/results.tgz.part" -C "$out" . && mv "$dest/results.tgz.part" "$dest/results.tgz"; }
@@ -19,6 +20,6 @@ step() {
 install_wheels() {
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target /tmp/site .whl/*.whl || exit 1
-  export PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1 COLUMNS=200
-  qrsup=(python -m supervisor.cli)
+  install_qrsup
+  qrsup=(python -m qrsup.supervisor.cli)
 }

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # One device call: the judge's qr_v2 figures for docs/benchmarks.md. Usage: device_judge.sh OUT
-# Runs from a source checkout without installing (the device has no network for dependencies).
 set -uo pipefail
 out=${1:?output directory}
-export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 COLUMNS=220
-qrsup() { python -m supervisor.cli "$@"; }
+source "$(dirname "$0")/device_install.sh"
+install_qrsup
+qrsup() { python -m qrsup.supervisor.cli "$@"; }
 {
   date -u
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader

@@ -18,7 +18,7 @@ step loop $(( minutes * 60 + 120 )) "${qrsup[@]}" run --headless --agents 1 --bu
 python - "$workspace" > "$out/loop_summary.json" <<'PY'
 import json, sys
 from pathlib import Path
-from agents.store import Store
+from qrsup.agents.store import Store
 store = Store(Path(sys.argv[1]) / "runs/default/store.sqlite")
 evaluations = store.evaluations()
 promotions = store.promotions()

@@ -48,7 +48,7 @@ loop() {  # loop NAME AGENTS GPUS [RUN OPTION...]: a headless tuner session, its
 import json, sys
 from collections import Counter
 from pathlib import Path
-from agents.store import Store
+from qrsup.agents.store import Store
 store = Store(Path(sys.argv[1]))
 rows = store.evaluations()
 print(json.dumps({

@@ -3,9 +3,9 @@
 # Usage: device_session.sh OUT
 set -uo pipefail
 out=${1:?output directory}
-export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 COLUMNS=220
-qrsup=(python -m supervisor.cli)
+qrsup=(python -m qrsup.supervisor.cli)
 source "$(dirname "$0")/device_common.sh"
+install_qrsup
 {
   date -u
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader

@@ -3,26 +3,24 @@
 # the claim on the configs it chose: `qrsup test` and `qrsup bench --baseline` (contest rule).
 # Usage: kernel_device.sh OUT [SWEEP_ARGS...]; results come back packed in OUT/results.tgz, and the
 # chosen configs and the short tables as separate files in OUT.
-# The judge runs with isolation = "off" (a qrsup.toml in the device's copy): its boundary's root
-# leaves out the device image's compiler (/opt/gcc), which Triton needs to build its launchers.
 set -uo pipefail
 out=${1:?output directory}
 shift
-export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 COLUMNS=220
-qrsup=(python -m supervisor.cli)
+qrsup=(python -m qrsup.supervisor.cli)
 results=$out
 source "$(dirname "$0")/device_common.sh"
+install_qrsup
 {
   date -u
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv,noheader
   python -c "import torch, triton; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'triton', triton.__version__)"
   git log -1 --format='commit %h %s' 2>/dev/null
 } > "$out/env.txt" 2>&1
-printf '[judge]\nisolation = "off"\n' > qrsup.toml
 step sweep 85 python scripts/kernel_sweep.py --out "$out/sweep" "$@"
 if [ -s "$out/sweep/configs.toml" ]; then
   cp "$out/sweep/configs.toml" kernels/fast/configs.toml
   cp "$out/sweep/configs.toml" "$results/configs.toml"
+  install_qrsup  # again: the installed copy carries the chosen configs
 fi
 # The judge's Triton cache is per candidate source; seed it with what the sweep compiled.
 digest=$(python -c "import hashlib; print(hashlib.sha256(open('kernels/candidates/fast_geqrf.py', 'rb').read()).hexdigest()[:16])")

@@ -23,12 +23,11 @@ import time
 from pathlib import Path
 
 import torch
-
-from kernels.checker import check_factors
-from kernels.fast.config import DEFAULT_CONFIGS, Config, dump_config, load_config
-from kernels.fast.geqrf import FastGeqrf
-from kernels.generators import generate_input
-from kernels.suites import Spec, get_suite
+from qrsup.kernels.checker import check_factors
+from qrsup.kernels.fast.config import DEFAULT_CONFIGS, Config, dump_config, load_config
+from qrsup.kernels.fast.geqrf import FastGeqrf
+from qrsup.kernels.generators import generate_input
+from qrsup.kernels.suites import Spec, get_suite
 
 FLUSH_BYTES = 256 * 1024 * 1024
 MAX_INPUTS = 20

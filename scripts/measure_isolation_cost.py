@@ -13,9 +13,9 @@ import statistics
 import time
 from pathlib import Path
 
-from kernels.judge.runner import JudgeConfig, evaluate
-from kernels.judge.sandbox import IsolationSettings
-from kernels.suites import Spec, Suite
+from qrsup.kernels.judge.runner import JudgeConfig, evaluate
+from qrsup.kernels.judge.sandbox import IsolationSettings
+from qrsup.kernels.suites import Spec, Suite
 
 CANDIDATE = Path(__file__).resolve().parent.parent / "kernels/candidates/torch_geqrf.py"
 SMALL = Suite(name="small", tests=(Spec(2, 16, 0, "dense", 1),), benchmarks=())

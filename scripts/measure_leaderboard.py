@@ -13,10 +13,9 @@ import sys
 import time
 import tracemalloc
 
+from qrsup.supervisor.board import Board, LeaderEntry
+from qrsup.supervisor.widgets.leaderboard import MAX_ROWS, Leaderboard
 from textual.app import App, ComposeResult
-
-from supervisor.board import Board, LeaderEntry
-from supervisor.widgets.leaderboard import MAX_ROWS, Leaderboard
 
 SPECS = tuple(f"{n}x{n} dense c1" for n in (32, 64, 128, 256, 512, 1024, 2048, 4096, 40, 60, 8, 2))
 

@@ -14,11 +14,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from agents.git_workspace import init_repo
-from agents.session import RunPaths, SessionConfig, save_session
-from agents.store import Store
-from supervisor.fleet import Fleet
-from supervisor.launch import default_agents
+from qrsup.agents.git_workspace import init_repo
+from qrsup.agents.session import RunPaths, SessionConfig, save_session
+from qrsup.agents.store import Store
+from qrsup.supervisor.fleet import Fleet
+from qrsup.supervisor.launch import default_agents
 
 
 def measure(agents: int, minutes: float, suite: str, device: str) -> dict[str, float]:

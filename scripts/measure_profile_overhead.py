@@ -18,11 +18,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import torch
-
-from agents.evaluation import Evaluator
-from kernels.profiling.candidate import profile_candidate, trace_path_for
-from kernels.profiling.summary import ProfileSummary
-from kernels.suites import get_suite
+from qrsup.agents.evaluation import Evaluator
+from qrsup.kernels.profiling.candidate import profile_candidate, trace_path_for
+from qrsup.kernels.profiling.summary import ProfileSummary
+from qrsup.kernels.suites import get_suite
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULTS = {  # device → (candidate, suite, benchmark index, stopping rule)

@@ -18,11 +18,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from agents.proposal import OutcomeSummary, ParentCandidate, ProposalContext
-from agents.proposers.chat import ChatClient, ModelConfig
-from agents.proposers.edits import apply_answer
-from agents.proposers.openai_proposer import OpenAIProposer
-from kernels.suites import get_suite
+from qrsup.agents.proposal import OutcomeSummary, ParentCandidate, ProposalContext
+from qrsup.agents.proposers.chat import ChatClient, ModelConfig
+from qrsup.agents.proposers.edits import apply_answer
+from qrsup.agents.proposers.openai_proposer import OpenAIProposer
+from qrsup.kernels.suites import get_suite
+
 from tests.fake_openai_server import FakeOpenAIServer, ScriptedReply
 
 ROOT = Path(__file__).resolve().parents[1]

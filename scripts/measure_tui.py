@@ -30,14 +30,13 @@ import time
 from pathlib import Path
 
 import psutil
-
-from agents.heartbeat import Beat, read_beat, write_beat
-from agents.records import AgentLog, append_event
-from agents.session import AgentSpec, RunPaths, SessionConfig, load_session, save_session
-from agents.store import CandidateRow, Store
+from qrsup.agents.heartbeat import Beat, read_beat, write_beat
+from qrsup.agents.records import AgentLog, append_event
+from qrsup.agents.session import AgentSpec, RunPaths, SessionConfig, load_session, save_session
+from qrsup.agents.store import CandidateRow, Store
 
 ROOT = Path(__file__).resolve().parents[1]
-AGENT_MARK = "agents.agent_main"  # in a writer's argv, so the fleet takes it for the agent
+AGENT_MARK = "qrsup.agents.agent_main"  # in a writer's argv, so the fleet takes it for the agent
 
 
 class Terminal:
@@ -112,8 +111,8 @@ def fake_session(workspace: Path, agents: int) -> RunPaths:
 
 def run_app(run_dir: Path) -> None:
     """The app alone: the writers play the agents, so nothing is started."""
-    from supervisor.app import SupervisorApp
-    from supervisor.fleet import Fleet
+    from qrsup.supervisor.app import SupervisorApp
+    from qrsup.supervisor.fleet import Fleet
 
     SupervisorApp(Fleet(RunPaths(run_dir))).run()
 
@@ -181,7 +180,7 @@ def load(agents: int, rate: float, seconds: float) -> dict:
 
 def startup() -> dict:
     workspace = Path(tempfile.mkdtemp(prefix="qrsup-tui-start-"))
-    qrsup = f"{shlex.quote(sys.executable)} -m supervisor.cli --workspace {workspace} --init"
+    qrsup = f"{shlex.quote(sys.executable)} -m qrsup.supervisor.cli --workspace {workspace} --init"
     command = f"env TERM=xterm-256color PYTHONPATH={shlex.quote(str(ROOT))} {qrsup}"
     started = time.perf_counter()
     terminal = Terminal(command)
@@ -192,7 +191,7 @@ def startup() -> dict:
         judging_s = _wait_beat(paths, started, lambda b: b.state == "evaluating" and b.candidate)
     finally:
         terminal.close()
-        from supervisor.fleet import Fleet
+        from qrsup.supervisor.fleet import Fleet
 
         fleet = Fleet(paths)
         for name in fleet.names():

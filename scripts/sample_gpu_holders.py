@@ -13,11 +13,10 @@ import threading
 import time
 from pathlib import Path
 
+from qrsup.agents.session import RunPaths
+from qrsup.supervisor.messages import AgentsSampled
+from qrsup.supervisor.watchers import FleetSampler
 from textual.message import Message
-
-from agents.session import RunPaths
-from supervisor.messages import AgentsSampled
-from supervisor.watchers import FleetSampler
 
 
 def main(run_dir: Path, out: Path) -> None:

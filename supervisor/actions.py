@@ -10,16 +10,16 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 
-from agents.advisor import build_advisor
-from agents.evaluation import Evaluator
-from agents.goals import GoalError, parse_goal
-from agents.promotion import promote
-from agents.proposers.chat import ModelConfig
-from agents.session import AgentSpec, SessionError
-from agents.side_questions import AgentRecords, SideAnswer, SideQuestions
-from agents.store import Store
-from kernels.suites import get_suite
-from supervisor.fleet import Fleet, FleetError
+from qrsup.agents.advisor import build_advisor
+from qrsup.agents.evaluation import Evaluator
+from qrsup.agents.goals import GoalError, parse_goal
+from qrsup.agents.promotion import promote
+from qrsup.agents.proposers.chat import ModelConfig
+from qrsup.agents.session import AgentSpec, SessionError
+from qrsup.agents.side_questions import AgentRecords, SideAnswer, SideQuestions
+from qrsup.agents.store import Store
+from qrsup.kernels.suites import get_suite
+from qrsup.supervisor.fleet import Fleet, FleetError
 
 Progress = Callable[[dict], None]
 

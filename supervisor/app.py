@@ -1,8 +1,8 @@
 """`qrsup`'s app: binds the keys and sends every action to a worker; the main screen renders.
 
 The app holds no state the agents need. The main screen's watchers post what the records say and
-its panels show it; a key here opens a dialog, then runs one of `supervisor.actions` on a thread,
-whose result comes back as a message. Nothing here blocks the screen.
+its panels show it; a key here opens a dialog, then runs one of `qrsup.supervisor.actions` on a
+thread, whose result comes back as a message. Nothing here blocks the screen.
 """
 
 from __future__ import annotations
@@ -13,6 +13,23 @@ from dataclasses import dataclass
 from functools import partial
 from typing import ClassVar
 
+from qrsup.agents.session import AgentSpec
+from qrsup.agents.side_questions import SideAnswer
+from qrsup.kernels.suites import get_suite
+from qrsup.supervisor import actions
+from qrsup.supervisor.actions import ActionResult
+from qrsup.supervisor.board import read_diff
+from qrsup.supervisor.fleet import Fleet
+from qrsup.supervisor.messages import DiffRead
+from qrsup.supervisor.widgets.add_agent_dialog import AddAgentDialog
+from qrsup.supervisor.widgets.choice_dialog import Choice, ChoiceDialog
+from qrsup.supervisor.widgets.format import ms
+from qrsup.supervisor.widgets.help_screen import HelpScreen
+from qrsup.supervisor.widgets.leaderboard import Leaderboard
+from qrsup.supervisor.widgets.main_screen import MainScreen
+from qrsup.supervisor.widgets.promotion_bar import PromotionBar
+from qrsup.supervisor.widgets.text_prompt import TextPrompt
+from qrsup.supervisor.widgets.text_screen import TextScreen, diff_content
 from textual import on
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
@@ -20,24 +37,6 @@ from textual.content import Content
 from textual.message import Message
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
-
-from agents.session import AgentSpec
-from agents.side_questions import SideAnswer
-from kernels.suites import get_suite
-from supervisor import actions
-from supervisor.actions import ActionResult
-from supervisor.board import read_diff
-from supervisor.fleet import Fleet
-from supervisor.messages import DiffRead
-from supervisor.widgets.add_agent_dialog import AddAgentDialog
-from supervisor.widgets.choice_dialog import Choice, ChoiceDialog
-from supervisor.widgets.format import ms
-from supervisor.widgets.help_screen import HelpScreen
-from supervisor.widgets.leaderboard import Leaderboard
-from supervisor.widgets.main_screen import MainScreen
-from supervisor.widgets.promotion_bar import PromotionBar
-from supervisor.widgets.text_prompt import TextPrompt
-from supervisor.widgets.text_screen import TextScreen, diff_content
 
 AGENT_ACTIONS = {"steer", "goal", "advise", "ask", "pause_resume", "kill", "restart"}
 NOTIFY_S = 8.0

@@ -6,8 +6,8 @@ import difflib
 from dataclasses import dataclass
 from pathlib import Path
 
-from agents.store import CandidateRow, Store
-from supervisor.messages import DiffRead
+from qrsup.agents.store import CandidateRow, Store
+from qrsup.supervisor.messages import DiffRead
 
 RECENT_ITERATIONS = 64
 

@@ -8,11 +8,10 @@ from functools import partial
 from pathlib import Path
 from typing import NoReturn
 
+from qrsup.supervisor.errors import UsageError
+from qrsup.supervisor.judge_command import add_judge_commands, cuda_available, judge_command
+from qrsup.supervisor.profile_command import add_profile_command, profile_command
 from rich.console import Console
-
-from supervisor.errors import UsageError
-from supervisor.judge_command import add_judge_commands, cuda_available, judge_command
-from supervisor.profile_command import add_profile_command, profile_command
 
 AGENT_VERBS = ("pause", "resume", "kill", "restart")
 
@@ -85,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
             return judge_command(args, console)
         if args.command == "profile":
             return profile_command(args, console)
-        from supervisor import commands
+        from qrsup.supervisor import commands
 
         if args.command is None or args.command == "run":
             choices = commands.launch_choices(args, "cuda" if cuda_available() else "cpu")

@@ -5,17 +5,16 @@ from __future__ import annotations
 import argparse
 from concurrent.futures import Future
 
+from qrsup.agents.records import format_ms
+from qrsup.agents.session import SessionError
+from qrsup.agents.store import Store
+from qrsup.supervisor import actions
+from qrsup.supervisor.errors import UsageError
+from qrsup.supervisor.fleet import Fleet, FleetError, find_session
+from qrsup.supervisor.headless import run_headless
+from qrsup.supervisor.launch import LaunchChoices, LaunchError, prepare_session
 from rich.console import Console
 from rich.table import Table
-
-from agents.records import format_ms
-from agents.session import SessionError
-from agents.store import Store
-from supervisor import actions
-from supervisor.errors import UsageError
-from supervisor.fleet import Fleet, FleetError, find_session
-from supervisor.headless import run_headless
-from supervisor.launch import LaunchChoices, LaunchError, prepare_session
 
 ASK_TIMEOUT_S = 300.0
 
@@ -51,7 +50,7 @@ def headless(choices: LaunchChoices, console: Console) -> int:
 
 
 def tui(choices: LaunchChoices) -> int:
-    from supervisor.app import run_app
+    from qrsup.supervisor.app import run_app
 
     fleet = _prepared_fleet(choices, Console(stderr=True))
     return run_app(fleet)

@@ -18,12 +18,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import psutil
-
-from agents import inbox
-from agents.heartbeat import read_beat, write_beat
-from agents.session import AgentSpec, RunPaths, SessionConfig, load_session, save_session
-from kernels.judge.processes import kill_tree
-from supervisor.leases import GpuLeases, LeaseError, parse_gpus
+from qrsup.agents import inbox
+from qrsup.agents.heartbeat import read_beat, write_beat
+from qrsup.agents.session import AgentSpec, RunPaths, SessionConfig, load_session, save_session
+from qrsup.kernels.judge.processes import kill_tree
+from qrsup.supervisor.leases import GpuLeases, LeaseError, parse_gpus
 
 STALE_HEARTBEAT_S = 30.0
 
@@ -117,7 +116,7 @@ class Fleet:
                 return None
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             return None
-        if "agents.agent_main" in cmdline and name in cmdline:
+        if "qrsup.agents.agent_main" in cmdline and name in cmdline:
             return pid
         return None
 
@@ -139,7 +138,7 @@ class Fleet:
                 raise FleetError(f"cannot start {name}: {exc}") from None
         log = open(self.paths.agent_dir(name) / "process.log", "ab")  # noqa: SIM115 - child owns it
         process = subprocess.Popen(
-            [sys.executable, "-m", "agents.agent_main", str(self.paths.root), name, device],
+            [sys.executable, "-m", "qrsup.agents.agent_main", str(self.paths.root), name, device],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,

@@ -6,11 +6,10 @@ import signal
 import time
 from types import FrameType
 
+from qrsup.agents.records import format_ms
+from qrsup.supervisor.event_tail import EventTail
+from qrsup.supervisor.fleet import Fleet
 from rich.console import Console
-
-from agents.records import format_ms
-from supervisor.event_tail import EventTail
-from supervisor.fleet import Fleet
 
 POLL_SECONDS = 0.5
 STOP_GRACE_SECONDS = 600.0

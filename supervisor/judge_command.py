@@ -7,17 +7,16 @@ import json
 import sys
 from pathlib import Path
 
+from qrsup.agents.settings import SettingsError, load_settings
+from qrsup.kernels.judge.report import JudgeReport
+from qrsup.kernels.judge.runner import JudgeConfig, evaluate
+from qrsup.kernels.judge.sandbox import IsolationSettings
+from qrsup.kernels.judge.triton_cache import per_source, user_cache_root
+from qrsup.kernels.suites import SuiteError, get_suite
+from qrsup.kernels.timing import STOPPING_RULES
+from qrsup.supervisor.errors import UsageError
+from qrsup.supervisor.judge_view import JudgeProgress, report_table, summary_lines
 from rich.console import Console
-
-from agents.settings import SettingsError, load_settings
-from kernels.judge.report import JudgeReport
-from kernels.judge.runner import JudgeConfig, evaluate
-from kernels.judge.sandbox import IsolationSettings
-from kernels.judge.triton_cache import per_source, user_cache_root
-from kernels.suites import SuiteError, get_suite
-from kernels.timing import STOPPING_RULES
-from supervisor.errors import UsageError
-from supervisor.judge_view import JudgeProgress, report_table, summary_lines
 
 BASELINE_CANDIDATE = Path(__file__).resolve().parent.parent / "kernels/candidates/torch_geqrf.py"
 

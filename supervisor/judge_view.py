@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from qrsup.kernels.judge.report import JudgeReport
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
-
-from kernels.judge.report import JudgeReport
 
 STATUS_STYLE = {"pass": "green", "skipped": "dim"}
 

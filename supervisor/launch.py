@@ -6,13 +6,13 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from agents.git_workspace import WorkspaceError, init_repo, open_repo
-from agents.goals import GoalError, parse_goal
-from agents.incumbent import default_family
-from agents.proposal import ROLES
-from agents.session import AgentSpec, RunPaths, SessionConfig, load_session, save_session
-from kernels.judge.manifest import save_manifest, take_manifest
-from kernels.suites import SuiteError, get_suite
+from qrsup.agents.git_workspace import WorkspaceError, init_repo, open_repo
+from qrsup.agents.goals import GoalError, parse_goal
+from qrsup.agents.incumbent import default_family
+from qrsup.agents.proposal import ROLES
+from qrsup.agents.session import AgentSpec, RunPaths, SessionConfig, load_session, save_session
+from qrsup.kernels.judge.manifest import save_manifest, take_manifest
+from qrsup.kernels.suites import SuiteError, get_suite
 
 DEFAULT_GOAL = "beat incumbent by 5%"
 DEFAULT_AGENTS = 3

@@ -13,8 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
-
-from kernels.judge.locks import file_lock
+from qrsup.kernels.judge.locks import file_lock
 
 
 class LeaseError(RuntimeError):

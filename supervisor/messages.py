@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING
 from textual.message import Message
 
 if TYPE_CHECKING:  # annotations only: the board module builds DiffRead, so no import cycle
-    from supervisor.board import Board, LeaderEntry
-    from supervisor.fleet import AgentStatus
-    from supervisor.gpu_stats import GpuReport
-    from supervisor.process_stats import TreeLoad
+    from qrsup.supervisor.board import Board, LeaderEntry
+    from qrsup.supervisor.fleet import AgentStatus
+    from qrsup.supervisor.gpu_stats import GpuReport
+    from qrsup.supervisor.process_stats import TreeLoad
 
 Post = Callable[[Message], object]
 

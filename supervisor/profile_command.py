@@ -7,17 +7,16 @@ import json
 import sys
 from pathlib import Path
 
+from qrsup.kernels.profiling.candidate import profile_candidate
+from qrsup.kernels.profiling.summary import ProfileFailure, ProfileSummary, one_line
+from qrsup.kernels.suites import SuiteError, get_suite
+from qrsup.supervisor.errors import UsageError
+from qrsup.supervisor.judge_command import resolve_device, workspace_isolation
+from qrsup.supervisor.judge_view import format_ms
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
-
-from kernels.profiling.candidate import profile_candidate
-from kernels.profiling.summary import ProfileFailure, ProfileSummary, one_line
-from kernels.suites import SuiteError, get_suite
-from supervisor.errors import UsageError
-from supervisor.judge_command import resolve_device, workspace_isolation
-from supervisor.judge_view import format_ms
 
 
 def add_profile_command(commands: argparse._SubParsersAction) -> None:
@@ -84,7 +83,7 @@ def profile_view(summary: ProfileSummary) -> list[Table | Text | str]:
             Text(op.name), _per_call_ms(op.self_us, calls), f"{share:.1%}", f"{op.calls / calls:g}"
         )
     phases = Table()
-    phases.add_column("phase (kernels.phases marks)")
+    phases.add_column("phase (qrsup.kernels.phases marks)")
     phases.add_column("share", justify="right")
     phases.add_column("ms per call", justify="right")
     total_us = f.busy_us if f.clock == "device" else f.span_us

@@ -13,24 +13,13 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from watchdog.events import (
-    DirCreatedEvent,
-    FileCreatedEvent,
-    FileModifiedEvent,
-    FileMovedEvent,
-    FileSystemEvent,
-    FileSystemEventHandler,
-)
-from watchdog.observers import Observer
-from watchdog.observers.api import ObservedWatch
-
-from agents.session import RunPaths, SessionError
-from supervisor.board import BoardReader
-from supervisor.event_tail import EventTail, read_complete_lines
-from supervisor.fleet import Fleet
-from supervisor.gpu_stats import GpuStats
-from supervisor.leases import GpuLeases
-from supervisor.messages import (
+from qrsup.agents.session import RunPaths, SessionError
+from qrsup.supervisor.board import BoardReader
+from qrsup.supervisor.event_tail import EventTail, read_complete_lines
+from qrsup.supervisor.fleet import Fleet
+from qrsup.supervisor.gpu_stats import GpuStats
+from qrsup.supervisor.leases import GpuLeases
+from qrsup.supervisor.messages import (
     AdvisorIdeas,
     AgentCrashed,
     AgentsSampled,
@@ -41,7 +30,17 @@ from supervisor.messages import (
     Post,
     ProfileRead,
 )
-from supervisor.process_stats import ProcessStats
+from qrsup.supervisor.process_stats import ProcessStats
+from watchdog.events import (
+    DirCreatedEvent,
+    FileCreatedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
+from watchdog.observers import Observer
+from watchdog.observers.api import ObservedWatch
 
 PROFILE_BYTES = 8192
 LOG_TAIL_BYTES = 256 * 1024

@@ -8,10 +8,9 @@ from pathlib import Path
 import psutil
 import pytest
 import torch
-
-from kernels.judge.report import JudgeReport
-from kernels.judge.runner import JudgeConfig, Progress, Timeouts, evaluate
-from kernels.suites import Spec, Suite
+from qrsup.kernels.judge.report import JudgeReport
+from qrsup.kernels.judge.runner import JudgeConfig, Progress, Timeouts, evaluate
+from qrsup.kernels.suites import Spec, Suite
 
 ROOT = Path(__file__).resolve().parent.parent
 CHEATERS = Path(__file__).resolve().parent / "cheaters"

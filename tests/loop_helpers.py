@@ -6,8 +6,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from agents.git_workspace import init_repo
-from agents.session import AgentSpec, RunPaths, SessionConfig, save_session
+from qrsup.agents.git_workspace import init_repo
+from qrsup.agents.session import AgentSpec, RunPaths, SessionConfig, save_session
 
 TINY_SUITE = """
 name = "tiny-loop"

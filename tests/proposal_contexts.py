@@ -5,13 +5,13 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from agents.proposal import OutcomeSummary, ParentCandidate, ProposalContext
+from qrsup.agents.proposal import OutcomeSummary, ParentCandidate, ProposalContext
 
 PARENT_SOURCE = '''"""Candidate: plain-PyTorch blocked compact-WY QR."""
 
 import torch
 
-from kernels.blocked_wy import geqrf_blocked
+from qrsup.kernels.blocked_wy import geqrf_blocked
 
 PANEL_WIDTH = 32
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import re
 
 import pytest
+from qrsup.agents.advisor import Advisor, load_playbook, plateau_start
+from qrsup.agents.proposal import OutcomeSummary
+from qrsup.agents.proposers.chat import ModelConfig
+from qrsup.agents.proposers.retry import RetryPolicy
 
-from agents.advisor import Advisor, load_playbook, plateau_start
-from agents.proposal import OutcomeSummary
-from agents.proposers.chat import ModelConfig
-from agents.proposers.retry import RetryPolicy
 from tests.fake_openai_server import FakeOpenAIServer, ScriptedReply
 from tests.proposal_contexts import context, outcome
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agents.beam import Scored, Slot, place, source_lines
+from qrsup.agents.beam import Scored, Slot, place, source_lines
 
 INC = Scored("inc", "blocked_wy", 10.0, {0: 10.0, 1: 10.0}, 20)
 

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import pytest
 import torch
-
-from kernels.checker import check_factors
-from kernels.generators import generate_input
-from kernels.suites import CASES, Spec
+from qrsup.kernels.checker import check_factors
+from qrsup.kernels.generators import generate_input
+from qrsup.kernels.suites import CASES, Spec
 
 
 def factored(case: str = "dense", n: int = 24, batch: int = 3):

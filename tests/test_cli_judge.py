@@ -8,8 +8,8 @@ import subprocess
 import sys
 
 import pytest
+from qrsup.supervisor.cli import main
 
-from supervisor.cli import main
 from tests.conftest import CANDIDATES, CHEATERS
 
 TINY_TOML = """
@@ -34,7 +34,7 @@ def tiny_suite(tmp_path):
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
     exe = shutil.which("qrsup")
-    command = [exe] if exe else [sys.executable, "-m", "supervisor.cli"]
+    command = [exe] if exe else [sys.executable, "-m", "qrsup.supervisor.cli"]
     return subprocess.run([*command, *args], capture_output=True, text=True, timeout=300)
 
 

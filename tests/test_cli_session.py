@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from qrsup.agents import inbox
+from qrsup.agents.store import Store
+from qrsup.supervisor.cli import main
 
-from agents import inbox
-from agents.store import Store
-from supervisor.cli import main
 from tests.tui_sessions import frozen_session
 
 

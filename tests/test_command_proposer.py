@@ -9,9 +9,9 @@ from pathlib import Path
 
 import psutil
 import pytest
+from qrsup.agents.proposal import Proposal, ProposalFailure
+from qrsup.agents.proposers.command_proposer import CommandConfig, CommandProposer
 
-from agents.proposal import Proposal, ProposalFailure
-from agents.proposers.command_proposer import CommandConfig, CommandProposer
 from tests.proposal_contexts import PARENT_SOURCE, context
 
 EDITS_THE_CANDIDATE = """

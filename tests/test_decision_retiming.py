@@ -7,15 +7,16 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from agents.decision import Decider
-from agents.evaluation import Evaluator, StageResult
-from agents.incumbent import Incumbent
-from agents.recorder import Recorder
-from agents.session import AgentSpec, load_session
-from agents.store import CandidateRow, Store
-from agents.tuner import source_hash
-from kernels.judge.report import JudgeReport
-from kernels.suites import get_suite
+from qrsup.agents.decision import Decider
+from qrsup.agents.evaluation import Evaluator, StageResult
+from qrsup.agents.incumbent import Incumbent
+from qrsup.agents.recorder import Recorder
+from qrsup.agents.session import AgentSpec, load_session
+from qrsup.agents.store import CandidateRow, Store
+from qrsup.agents.tuner import source_hash
+from qrsup.kernels.judge.report import JudgeReport
+from qrsup.kernels.suites import get_suite
+
 from tests.conftest import CANDIDATES
 from tests.loop_helpers import make_session
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from agents.proposal import ProposalFailure
-from agents.proposers.edits import EditedCandidate, apply_answer
+from qrsup.agents.proposal import ProposalFailure
+from qrsup.agents.proposers.edits import EditedCandidate, apply_answer
 
 PARENT = "import torch\n\nWIDTH = 32  \nDEPTH = 2\n\n\ndef custom_kernel(a):\n    return a\n"
 

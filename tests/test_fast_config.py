@@ -6,15 +6,14 @@ import tomllib
 from pathlib import Path
 
 import pytest
-
-from kernels.fast.config import (
+from qrsup.kernels.fast.config import (
     DEFAULT_CONFIGS,
     ConfigError,
     dump_config,
     load_config,
     parse_config,
 )
-from kernels.fast.plan import FusedOp, TFactorOp, UpdateOp, make_plan
+from qrsup.kernels.fast.plan import FusedOp, TFactorOp, UpdateOp, make_plan
 
 
 def _shipped() -> dict:

@@ -11,18 +11,18 @@ import torch
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
-from kernels import blocked_wy
-from kernels.checker import check_factors
-from kernels.fast.config import DEFAULT_CONFIGS, dump_config, load_config
-from kernels.fast.driver import Buffers, run_plan
-from kernels.fast.geqrf import FastGeqrf, NonFiniteInputError, geqrf
-from kernels.fast.interpret import patch_scalar_index
-from kernels.fast.panel import qr_panel_kernel
-from kernels.fast.plan import PanelOp, Plan, UpdateOp, next_pow2
-from kernels.fast.tfactor import qr_gram_kernel, qr_tfactor_kernel
-from kernels.fast.update import qr_update_kernel
-from kernels.generators import generate_input
-from kernels.suites import Spec
+from qrsup.kernels import blocked_wy
+from qrsup.kernels.checker import check_factors
+from qrsup.kernels.fast.config import DEFAULT_CONFIGS, dump_config, load_config
+from qrsup.kernels.fast.driver import Buffers, run_plan
+from qrsup.kernels.fast.geqrf import FastGeqrf, NonFiniteInputError, geqrf
+from qrsup.kernels.fast.interpret import patch_scalar_index
+from qrsup.kernels.fast.panel import qr_panel_kernel
+from qrsup.kernels.fast.plan import PanelOp, Plan, UpdateOp, next_pow2
+from qrsup.kernels.fast.tfactor import qr_gram_kernel, qr_tfactor_kernel
+from qrsup.kernels.fast.update import qr_update_kernel
+from qrsup.kernels.generators import generate_input
+from qrsup.kernels.suites import Spec
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 CASES = ("dense", "upper", "rankdef", "nearrank", "clustered", "band", "nearcollinear", "rowscale")
@@ -265,7 +265,7 @@ def test_row_split_gram_parts_join_into_the_same_t() -> None:
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_every_qr_v2_test_spec_passes_on_the_gpu() -> None:
-    from kernels.suites import get_suite
+    from qrsup.kernels.suites import get_suite
 
     for spec in get_suite("qr_v2").tests:
         a = generate_input(spec, device="cuda")

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import torch
-
-from kernels.generators import generate_input, mixed_assignment
-from kernels.suites import CASES, Spec
+from qrsup.kernels.generators import generate_input, mixed_assignment
+from qrsup.kernels.suites import CASES, Spec
 
 
 def test_rankdef_has_exact_zero_columns_and_rank_three_quarters_n():

@@ -6,8 +6,7 @@ from collections.abc import Iterator
 
 import git
 import pytest
-
-from agents.git_workspace import (
+from qrsup.agents.git_workspace import (
     INCUMBENT_PATH,
     WorkspaceError,
     check_promotable,

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
-from agents.goals import GoalError, parse_goal
-from kernels.suites import QR_V2
+from qrsup.agents.goals import GoalError, parse_goal
+from qrsup.kernels.suites import QR_V2
 
 SPECS = QR_V2.benchmarks
 INCUMBENT = {i: 10e6 for i in range(len(SPECS))}

@@ -7,10 +7,10 @@ import sys
 
 import psutil
 import pytest
+from qrsup.agents.session import AgentSpec
+from qrsup.supervisor.fleet import REVALIDATION_HOLDER, Fleet
+from qrsup.supervisor.leases import GpuLeases, LeaseError, parse_gpus
 
-from agents.session import AgentSpec
-from supervisor.fleet import REVALIDATION_HOLDER, Fleet
-from supervisor.leases import GpuLeases, LeaseError, parse_gpus
 from tests.loop_helpers import make_session, wait_for
 
 

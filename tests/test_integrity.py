@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from kernels.judge.integrity import CUDA_TOLERANCE, Cycle, CycleBaseline, judge_integrity
-from kernels.judge.referee import _abort_check_due, _far_beyond
+from qrsup.kernels.judge.integrity import CUDA_TOLERANCE, Cycle, CycleBaseline, judge_integrity
+from qrsup.kernels.judge.referee import _abort_check_due, _far_beyond
 
 MS = 1_000_000
 BASELINE = CycleBaseline(cycle_ns=2 * MS, export_cycle_ns=3 * MS, jitter_ns=0.1 * MS)

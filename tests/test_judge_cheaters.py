@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 
 import pytest
+from qrsup.kernels.judge.runner import Timeouts
+from qrsup.kernels.judge.sandbox import IsolationSettings
+from qrsup.kernels.suites import Spec, Suite
 
-from kernels.judge.runner import Timeouts
-from kernels.judge.sandbox import IsolationSettings
-from kernels.suites import Spec, Suite
 from tests.conftest import CANDIDATES, CHEATERS, judge, processes_whose_command_has
 
 pytestmark = pytest.mark.usefixtures("no_leftover_processes")

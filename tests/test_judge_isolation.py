@@ -12,10 +12,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from qrsup import kernels
+from qrsup.kernels.judge.report import JudgeReport
+from qrsup.kernels.judge.sandbox import IsolationSettings
 
-import kernels
-from kernels.judge.report import JudgeReport
-from kernels.judge.sandbox import IsolationSettings
 from tests.conftest import CHEATERS, ROOT, judge, processes_whose_command_has
 from tests.unprivileged import can_run_as_throwaway_user, run_as_throwaway_user, throwaway_user
 

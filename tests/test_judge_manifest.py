@@ -9,9 +9,10 @@ import shutil
 import subprocess
 import sys
 
-from agents.proposal import Proposal
-from agents.proposers.command_proposer import CommandConfig, CommandProposer
-from kernels.judge.manifest import changed_files, take_manifest
+from qrsup.agents.proposal import Proposal
+from qrsup.agents.proposers.command_proposer import CommandConfig, CommandProposer
+from qrsup.kernels.judge.manifest import changed_files, take_manifest
+
 from tests.conftest import ROOT
 from tests.proposal_contexts import context
 
@@ -35,9 +36,9 @@ print("HYPOTHESIS: tuned")
 JUDGE_AFTER_THE_EDIT = """
 import json, subprocess, sys
 from pathlib import Path
-from kernels.judge.manifest import take_manifest
-from kernels.judge.runner import JudgeConfig, evaluate
-from kernels.suites import get_suite
+from qrsup.kernels.judge.manifest import take_manifest
+from qrsup.kernels.judge.runner import JudgeConfig, evaluate
+from qrsup.kernels.suites import get_suite
 
 manifest = take_manifest()
 subprocess.run(sys.argv[1:], check=True)
@@ -70,7 +71,7 @@ def test_judge_run_after_a_coding_agent_edits_the_checker_is_tampered(tmp_path):
     done = subprocess.run(
         [sys.executable, "-c", JUDGE_AFTER_THE_EDIT, *edit],
         cwd=copy,
-        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(copy)},
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tmp_path)},
         capture_output=True,
         text=True,
         timeout=120,

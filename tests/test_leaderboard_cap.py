@@ -4,10 +4,9 @@ incumbent's, the fastest passing half, then the newest; its title says how many 
 from __future__ import annotations
 
 import pytest
+from qrsup.supervisor.board import Board, LeaderEntry, shown_entries
+from qrsup.supervisor.widgets.leaderboard import Leaderboard
 from textual.app import App, ComposeResult
-
-from supervisor.board import Board, LeaderEntry, shown_entries
-from supervisor.widgets.leaderboard import Leaderboard
 
 pytestmark = pytest.mark.anyio
 

@@ -9,15 +9,15 @@ import signal
 import git
 import psutil
 import pytest
+from qrsup.agents import inbox
+from qrsup.agents.evaluation import Evaluator
+from qrsup.agents.promotion import promote
+from qrsup.agents.records import read_events
+from qrsup.agents.session import AgentSpec, load_session
+from qrsup.agents.store import Store
+from qrsup.kernels.suites import get_suite
+from qrsup.supervisor.fleet import Fleet
 
-from agents import inbox
-from agents.evaluation import Evaluator
-from agents.promotion import promote
-from agents.records import read_events
-from agents.session import AgentSpec, load_session
-from agents.store import Store
-from kernels.suites import get_suite
-from supervisor.fleet import Fleet
 from tests.loop_helpers import make_session, wait_for
 
 pytestmark = pytest.mark.timeout(600)

@@ -4,10 +4,10 @@ judged and recorded, and the API key appears in none of the records."""
 from __future__ import annotations
 
 import pytest
+from qrsup.agents.records import read_events
+from qrsup.agents.session import AgentSpec
+from qrsup.supervisor.fleet import Fleet
 
-from agents.records import read_events
-from agents.session import AgentSpec
-from supervisor.fleet import Fleet
 from tests.fake_openai_server import FakeOpenAIServer, ScriptedReply
 from tests.loop_helpers import make_session
 

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from agents.proposers import ModelConfig, RetryPolicy
+from qrsup.agents.proposers import ModelConfig, RetryPolicy
 
 
 def test_table_with_prices_and_retry_becomes_a_config():

@@ -9,13 +9,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from qrsup.agents.proposal import Proposal, ProposalFailure
+from qrsup.agents.proposers.chat import ModelConfig
+from qrsup.agents.proposers.openai_proposer import OpenAIProposer
+from qrsup.agents.proposers.prompt_builder import PromptSources
+from qrsup.agents.proposers.retry import RetryPolicy
+from qrsup.prompts.loader import PROMPTS_DIR
 
-from agents.proposal import Proposal, ProposalFailure
-from agents.proposers.chat import ModelConfig
-from agents.proposers.openai_proposer import OpenAIProposer
-from agents.proposers.prompt_builder import PromptSources
-from agents.proposers.retry import RetryPolicy
-from prompts.loader import PROMPTS_DIR
 from tests.conftest import judge
 from tests.fake_openai_server import FakeOpenAIServer, ScriptedReply
 from tests.proposal_contexts import PARENT_SOURCE, context

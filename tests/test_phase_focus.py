@@ -6,15 +6,15 @@ import random
 from collections import Counter
 
 import pytest
+from qrsup.agents.phase_focus import knob_stage, latest_stage_shares, stage_shares
+from qrsup.agents.proposal import Proposal
+from qrsup.agents.spaces import FastKernelSpace
+from qrsup.agents.store import CandidateRow, Store
+from qrsup.agents.tuner import TunerProposer
+from qrsup.kernels.profiling.summary import ProfileFailure, ProfileSummary
+from qrsup.kernels.profiling.timeline import OpTime, TraceFigures
+from qrsup.kernels.suites import QR_V2
 
-from agents.phase_focus import knob_stage, latest_stage_shares, stage_shares
-from agents.proposal import Proposal
-from agents.spaces import FastKernelSpace
-from agents.store import CandidateRow, Store
-from agents.tuner import TunerProposer
-from kernels.profiling.summary import ProfileFailure, ProfileSummary
-from kernels.profiling.timeline import OpTime, TraceFigures
-from kernels.suites import QR_V2
 from tests.test_tuner import ROOT, context
 
 CONFIGS = ROOT / "kernels/fast/configs.toml"

@@ -10,13 +10,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from qrsup.kernels.profiling.candidate import profile_candidate, trace_path_for, write_latest
+from qrsup.kernels.profiling.summary import ProfileFailure, ProfileSummary
+from qrsup.kernels.suites import QR_V2, SMOKE
+from qrsup.supervisor.cli import build_parser, main
+from qrsup.supervisor.profile_command import profile_command
 from rich.console import Console
 
-from kernels.profiling.candidate import profile_candidate, trace_path_for, write_latest
-from kernels.profiling.summary import ProfileFailure, ProfileSummary
-from kernels.suites import QR_V2, SMOKE
-from supervisor.cli import build_parser, main
-from supervisor.profile_command import profile_command
 from tests.conftest import CANDIDATES, CHEATERS, FAST_TIMEOUTS
 
 BREAKS_THE_PROFILER = '''
@@ -132,13 +132,13 @@ def test_unknown_spec_index_is_one_line_and_exit_2(capsys, spec):
 
 def test_cli_with_the_profile_command_loads_without_textual_or_torch():
     code = (
-        "import sys; sys.modules['textual'] = None; import supervisor.cli; "
+        "import sys; sys.modules['textual'] = None; import qrsup.supervisor.cli; "
         "print(sorted(sys.modules))"
     )
     loaded = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
-    assert "'torch'" not in loaded.stdout and "'supervisor.profile_command'" in loaded.stdout
+    assert "'torch'" not in loaded.stdout and "'qrsup.supervisor.profile_command'" in loaded.stdout
 
 
 @pytest.mark.gpu

@@ -7,12 +7,11 @@ import math
 from pathlib import Path
 
 import pytest
-
-from kernels.profiling import ncu
-from kernels.profiling.ncu import NcuError, parse_ncu_csv
-from kernels.profiling.summary import ProfileSummary, profile_from_dict
-from kernels.profiling.timeline import summarize
-from kernels.profiling.trace import CALL_RANGE, PHASE_PREFIX, TraceError, load_trace
+from qrsup.kernels.profiling import ncu
+from qrsup.kernels.profiling.ncu import NcuError, parse_ncu_csv
+from qrsup.kernels.profiling.summary import ProfileSummary, profile_from_dict
+from qrsup.kernels.profiling.timeline import summarize
+from qrsup.kernels.profiling.trace import CALL_RANGE, PHASE_PREFIX, TraceError, load_trace
 
 HOST = {"pid": 1, "tid": 1}
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-
-from agents.proposers.prompt_builder import (
+from qrsup.agents.proposers.prompt_builder import (
     MemoryLimits,
     build_request,
     compact_memory,
     estimate_tokens,
 )
-from prompts.loader import PromptError, fill, load_template, placeholders, render
+from qrsup.prompts.loader import PromptError, fill, load_template, placeholders, render
+
 from tests.proposal_contexts import context, history
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from agents.proposers.retry import RetryPolicy, backoff_delay_s
+from qrsup.agents.proposers.retry import RetryPolicy, backoff_delay_s
 
 POLICY = RetryPolicy(attempts=6, base_delay_s=1.0, max_delay_s=10.0, jitter=0.25)
 

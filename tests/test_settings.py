@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from qrsup.agents.settings import SettingsError, load_settings
+from qrsup.kernels.judge.sandbox import IsolationSettings
 
-from agents.settings import SettingsError, load_settings
-from kernels.judge.sandbox import IsolationSettings
 from tests.conftest import CANDIDATES
 from tests.test_cli_judge import run_cli
 

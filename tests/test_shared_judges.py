@@ -12,10 +12,11 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from kernels.judge.device_turns import turn_file
-from kernels.judge.environment import judged_environment
-from kernels.judge.locks import file_lock
-from kernels.judge.report import JudgeReport
+from qrsup.kernels.judge.device_turns import turn_file
+from qrsup.kernels.judge.environment import judged_environment
+from qrsup.kernels.judge.locks import file_lock
+from qrsup.kernels.judge.report import JudgeReport
+
 from tests.conftest import CANDIDATES, judge
 
 # A slow candidate that prints when each of its calls ran (it can write no file of ours), so

@@ -8,10 +8,10 @@ import threading
 import time
 
 import pytest
+from qrsup.agents.proposers.chat import ModelConfig
+from qrsup.agents.proposers.retry import RetryPolicy
+from qrsup.agents.side_questions import AgentRecords, SideQuestions
 
-from agents.proposers.chat import ModelConfig
-from agents.proposers.retry import RetryPolicy
-from agents.side_questions import AgentRecords, SideQuestions
 from tests.fake_openai_server import FakeOpenAIServer, ScriptedReply
 from tests.proposal_contexts import PARENT_SOURCE, history, parent
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kernels.judge.static_checks import check_candidate_file
+from qrsup.kernels.judge.static_checks import check_candidate_file
 
 
 def test_missing_file(tmp_path):

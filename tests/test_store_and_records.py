@@ -7,10 +7,10 @@ import multiprocessing
 import time
 from pathlib import Path
 
-from agents import inbox
-from agents.records import append_event, read_events
-from agents.session import AgentSpec, RunPaths, SessionConfig, load_session, save_session
-from agents.store import CandidateRow, Store
+from qrsup.agents import inbox
+from qrsup.agents.records import append_event, read_events
+from qrsup.agents.session import AgentSpec, RunPaths, SessionConfig, load_session, save_session
+from qrsup.agents.store import CandidateRow, Store
 
 
 def test_steering_is_consumed_exactly_once(tmp_path):

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from kernels.suites import CASES, QR_V2, SMOKE, SuiteError, get_suite, load_suite_toml
+from qrsup.kernels.suites import CASES, QR_V2, SMOKE, SuiteError, get_suite, load_suite_toml
 
 
 def test_qr_v2_has_the_contract_spec_counts():

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
-from kernels.suites import Spec
-from kernels.timing import CONTEST_RULE, QUICK_RULE, Stats, geomean, inputs_per_repetition
+from qrsup.kernels.suites import Spec
+from qrsup.kernels.timing import CONTEST_RULE, QUICK_RULE, Stats, geomean, inputs_per_repetition
 
 
 def test_stats_match_hand_computation():

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 
 import pytest
+from qrsup.kernels.judge.triton_cache import per_source, shared
 
-from kernels.judge.triton_cache import per_source, shared
 from tests.conftest import judge
 
 # Stands in for Triton: looks for what an earlier run compiled, then "compiles" (writes) it.

@@ -9,18 +9,18 @@ from __future__ import annotations
 import git
 import psutil
 import pytest
+from qrsup.agents import inbox
+from qrsup.agents.records import read_events
+from qrsup.agents.session import AgentSpec, load_session
+from qrsup.agents.store import Store
+from qrsup.supervisor.app import SupervisorApp
+from qrsup.supervisor.fleet import Fleet
+from qrsup.supervisor.widgets.choice_dialog import ChoiceDialog
+from qrsup.supervisor.widgets.leaderboard import Leaderboard
+from qrsup.supervisor.widgets.log_tail import LogTail
+from qrsup.supervisor.widgets.promotion_bar import PromotionBar
+from qrsup.supervisor.widgets.text_screen import TextScreen
 
-from agents import inbox
-from agents.records import read_events
-from agents.session import AgentSpec, load_session
-from agents.store import Store
-from supervisor.app import SupervisorApp
-from supervisor.fleet import Fleet
-from supervisor.widgets.choice_dialog import ChoiceDialog
-from supervisor.widgets.leaderboard import Leaderboard
-from supervisor.widgets.log_tail import LogTail
-from supervisor.widgets.promotion_bar import PromotionBar
-from supervisor.widgets.text_screen import TextScreen
 from tests.loop_helpers import make_session, wait_for
 from tests.tui_pilot import notices, type_text, until
 

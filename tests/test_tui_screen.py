@@ -3,22 +3,22 @@
 from __future__ import annotations
 
 import pytest
+from qrsup.agents import inbox
+from qrsup.agents.session import load_session
+from qrsup.supervisor import actions
+from qrsup.supervisor.app import SupervisorApp
+from qrsup.supervisor.fleet import Fleet
+from qrsup.supervisor.widgets.add_agent_dialog import AddAgentDialog
+from qrsup.supervisor.widgets.choice_dialog import ChoiceDialog
+from qrsup.supervisor.widgets.help_screen import HelpScreen
+from qrsup.supervisor.widgets.leaderboard import Leaderboard
+from qrsup.supervisor.widgets.log_tail import LogTail
+from qrsup.supervisor.widgets.profile_panel import ProfilePanel
+from qrsup.supervisor.widgets.text_prompt import TextPrompt
+from qrsup.supervisor.widgets.text_screen import TextScreen
 from textual.command import CommandList
 from textual.widgets import Input
 
-from agents import inbox
-from agents.session import load_session
-from supervisor import actions
-from supervisor.app import SupervisorApp
-from supervisor.fleet import Fleet
-from supervisor.widgets.add_agent_dialog import AddAgentDialog
-from supervisor.widgets.choice_dialog import ChoiceDialog
-from supervisor.widgets.help_screen import HelpScreen
-from supervisor.widgets.leaderboard import Leaderboard
-from supervisor.widgets.log_tail import LogTail
-from supervisor.widgets.profile_panel import ProfilePanel
-from supervisor.widgets.text_prompt import TextPrompt
-from supervisor.widgets.text_screen import TextScreen
 from tests.tui_pilot import notices, type_text, until
 from tests.tui_sessions import FrozenSampler, frozen_session
 

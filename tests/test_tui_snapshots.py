@@ -9,11 +9,11 @@ from __future__ import annotations
 import time
 
 import pytest
+from qrsup.supervisor.app import SupervisorApp
+from qrsup.supervisor.fleet import Fleet
+from qrsup.supervisor.widgets.leaderboard import Leaderboard
+from qrsup.supervisor.widgets.log_tail import LogTail
 
-from supervisor.app import SupervisorApp
-from supervisor.fleet import Fleet
-from supervisor.widgets.leaderboard import Leaderboard
-from supervisor.widgets.log_tail import LogTail
 from tests.tui_pilot import until
 from tests.tui_sessions import FrozenSampler, frozen_session
 

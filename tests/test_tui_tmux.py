@@ -9,10 +9,10 @@ import sys
 import uuid
 
 import pytest
+from qrsup.agents import inbox
+from qrsup.agents.session import AgentSpec
+from qrsup.supervisor.fleet import Fleet
 
-from agents import inbox
-from agents.session import AgentSpec
-from supervisor.fleet import Fleet
 from tests.loop_helpers import make_session, wait_for
 
 pytestmark = [
@@ -53,7 +53,7 @@ def test_qrsup_in_a_terminal_shows_agents_steers_and_quits_leaving_them_running(
     agents = tuple(AgentSpec(name, role=role, max_seconds=300) for name, role in roles)
     paths = make_session(tmp_path, agents, name="e2e")
     workspace = paths.root.parent.parent
-    qrsup = f"{shlex.quote(sys.executable)} -m supervisor.cli"
+    qrsup = f"{shlex.quote(sys.executable)} -m qrsup.supervisor.cli"
     command = f"{qrsup} --workspace {shlex.quote(str(workspace))} --session e2e; sleep 60"
     terminal = Terminal(f"env TERM=xterm-256color sh -c {shlex.quote(command)}")
     fleet = Fleet(paths)

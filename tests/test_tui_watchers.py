@@ -10,14 +10,13 @@ from types import SimpleNamespace
 
 import psutil
 import pytest
-
-from agents.heartbeat import Beat, write_beat
-from agents.records import append_event
-from agents.store import CandidateRow, Store
-from supervisor.board import BoardReader, read_diff
-from supervisor.gpu_stats import GpuReport, GpuSample, GpuStats
-from supervisor.leases import GpuLeases
-from supervisor.messages import (
+from qrsup.agents.heartbeat import Beat, write_beat
+from qrsup.agents.records import append_event
+from qrsup.agents.store import CandidateRow, Store
+from qrsup.supervisor.board import BoardReader, read_diff
+from qrsup.supervisor.gpu_stats import GpuReport, GpuSample, GpuStats
+from qrsup.supervisor.leases import GpuLeases
+from qrsup.supervisor.messages import (
     AdvisorIdeas,
     AgentCrashed,
     AgentsSampled,
@@ -26,9 +25,10 @@ from supervisor.messages import (
     LogRead,
     NewBest,
 )
-from supervisor.process_stats import ProcessStats, TreeLoad
-from supervisor.watchers import FleetSampler, LogFollower, RunWatcher
-from supervisor.widgets.stats_panel import stats_text
+from qrsup.supervisor.process_stats import ProcessStats, TreeLoad
+from qrsup.supervisor.watchers import FleetSampler, LogFollower, RunWatcher
+from qrsup.supervisor.widgets.stats_panel import stats_text
+
 from tests.loop_helpers import wait_for
 from tests.tui_sessions import T0, add_full_pass, frozen_session
 
@@ -236,7 +236,7 @@ def test_run_watcher_sends_the_followed_log_and_the_records_an_agent_beats_after
 def test_fleet_sampler_reports_an_agent_that_died_without_saying_so_once(tmp_path):
     paths = frozen_session(tmp_path)
     fake_agent = subprocess.Popen(
-        [sys.executable, "-c", "import time; time.sleep(60)", "agents.agent_main", "a1"]
+        [sys.executable, "-c", "import time; time.sleep(60)", "qrsup.agents.agent_main", "a1"]
     )
     paths.pid_file("a1").write_text(str(fake_agent.pid))
     write_beat(paths.heartbeat("a1"), Beat(fake_agent.pid, "evaluating", 2, time.time()))

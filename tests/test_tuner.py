@@ -5,10 +5,10 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from agents.proposal import ParentCandidate, Proposal, ProposalContext, ProposalFailure
-from agents.spaces import BlockedWySpace, FastKernelSpace
-from agents.tuner import Sample, TunerProposer, source_hash
-from kernels.suites import QR_V2, SMOKE
+from qrsup.agents.proposal import ParentCandidate, Proposal, ProposalContext, ProposalFailure
+from qrsup.agents.spaces import BlockedWySpace, FastKernelSpace
+from qrsup.agents.tuner import Sample, TunerProposer, source_hash
+from qrsup.kernels.suites import QR_V2, SMOKE
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from qrsup.supervisor.app import SupervisorApp
 from textual.css.query import NoMatches
 from textual.pilot import Pilot
-
-from supervisor.app import SupervisorApp
 
 
 async def until(pilot: Pilot, condition: Callable[[], object], timeout_s: float, what: str):

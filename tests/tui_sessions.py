@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agents.heartbeat import Beat, write_beat
-from agents.session import AgentSpec, RunPaths, SessionConfig, save_session
-from agents.store import CandidateRow, Store
-from supervisor.fleet import AgentStatus
-from supervisor.gpu_stats import GpuReport
-from supervisor.messages import AgentsSampled
-from supervisor.process_stats import TreeLoad
+from qrsup.agents.heartbeat import Beat, write_beat
+from qrsup.agents.session import AgentSpec, RunPaths, SessionConfig, save_session
+from qrsup.agents.store import CandidateRow, Store
+from qrsup.supervisor.fleet import AgentStatus
+from qrsup.supervisor.gpu_stats import GpuReport
+from qrsup.supervisor.messages import AgentsSampled
+from qrsup.supervisor.process_stats import TreeLoad
+
 from tests.loop_helpers import TINY_SUITE
 
 T0 = 1_790_000_000.0  # fixed creation times: the leaderboard shows them

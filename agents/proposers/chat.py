@@ -17,9 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import openai
-
-from agents.proposal import ProposalFailure, Usage
-from agents.proposers.retry import RetryPolicy, call_with_retries
+from qrsup.agents.proposal import ProposalFailure, Usage
+from qrsup.agents.proposers.retry import RetryPolicy, call_with_retries
 
 # Local servers (vLLM, Ollama, llama.cpp) accept any key; the client library insists on one.
 _NO_KEY = "EMPTY"

@@ -17,10 +17,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from agents.proposal import Proposal, ProposalContext, ProposalFailure
-from agents.proposers.chat import scrub_key_like
-from agents.proposers.edits import read_header
-from agents.proposers.prompt_builder import (
+from qrsup.agents.proposal import Proposal, ProposalContext, ProposalFailure
+from qrsup.agents.proposers.chat import scrub_key_like
+from qrsup.agents.proposers.edits import read_header
+from qrsup.agents.proposers.prompt_builder import (
     DEFAULT_LIMITS,
     DEFAULT_SOURCES,
     PromptLimits,
@@ -28,9 +28,9 @@ from agents.proposers.prompt_builder import (
     build_request,
     clip,
 )
-from kernels.judge.processes import kill_tree
-from kernels.judge.read_only_view import read_only_view_command
-from prompts.loader import PromptError, fill, render
+from qrsup.kernels.judge.processes import kill_tree
+from qrsup.kernels.judge.read_only_view import read_only_view_command
+from qrsup.prompts.loader import PromptError, fill, render
 
 # Shell conventions for "command not found" and "not executable": a human must fix the template.
 _BROKEN_COMMAND_STATUSES = (126, 127)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from agents.proposal import ProposalFailure
+from qrsup.agents.proposal import ProposalFailure
 
 _HYPOTHESIS = re.compile(r"^[\s*#>_-]*HYPOTHESIS[\s*_]*:[\s*_]*(.+?)[\s*_]*$", re.I | re.M)
 _FAMILY = re.compile(r"^[\s*#>_-]*FAMILY[\s*_]*:[\s*_`]*([^\s*`]+)", re.I | re.M)

@@ -11,10 +11,10 @@ import dataclasses
 import os
 from collections.abc import Mapping
 
-from agents.proposal import Proposal, ProposalContext, ProposalFailure
-from agents.proposers.chat import ChatClient, ChatReply, ModelConfig
-from agents.proposers.edits import apply_answer
-from agents.proposers.prompt_builder import (
+from qrsup.agents.proposal import Proposal, ProposalContext, ProposalFailure
+from qrsup.agents.proposers.chat import ChatClient, ChatReply, ModelConfig
+from qrsup.agents.proposers.edits import apply_answer
+from qrsup.agents.proposers.prompt_builder import (
     DEFAULT_LIMITS,
     DEFAULT_SOURCES,
     ChatRequest,
@@ -23,7 +23,7 @@ from agents.proposers.prompt_builder import (
     build_request,
     clip,
 )
-from prompts.loader import PromptError, load_template
+from qrsup.prompts.loader import PromptError, load_template
 
 
 class OpenAIProposer:

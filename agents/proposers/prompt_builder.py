@@ -13,8 +13,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agents.proposal import OutcomeSummary, ParentCandidate, ProposalContext
-from prompts.loader import PROMPTS_DIR, load_template, render
+from qrsup.agents.proposal import OutcomeSummary, ParentCandidate, ProposalContext
+from qrsup.prompts.loader import PROMPTS_DIR, load_template, render
 
 AGENTS_MD = Path(__file__).resolve().parents[2] / "AGENTS.md"
 

@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 import openai
-
-from agents.proposal import ProposalFailure
+from qrsup.agents.proposal import ProposalFailure
 
 T = TypeVar("T")
 

@@ -7,8 +7,8 @@ time the events did not account for. The checks made here (aliasing, input mutat
 structure) give clear messages to honest candidates; defeating them gains a cheater nothing.
 The `profile` command's trace is information for people and agents, never part of a verdict.
 
-Run as `python -m kernels.judge.contestant CMD_FD REPLY_FD DEVICE EXPORT_FD TRACE_FD`, through
-`kernels.judge.sandbox_main`.
+Run as `python -m qrsup.kernels.judge.contestant CMD_FD REPLY_FD DEVICE EXPORT_FD TRACE_FD`, through
+`qrsup.kernels.judge.sandbox_main`.
 """
 
 from __future__ import annotations
@@ -23,12 +23,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import torch
-
-from kernels.generators import generate_input
-from kernels.judge.protocol import LineReader, decode, encode, write_all
-from kernels.profiling.trace import CALL_RANGE
-from kernels.suites import Spec
-from kernels.timing import L2_FLUSH_BYTES
+from qrsup.kernels.generators import generate_input
+from qrsup.kernels.judge.protocol import LineReader, decode, encode, write_all
+from qrsup.kernels.profiling.trace import CALL_RANGE
+from qrsup.kernels.suites import Spec
+from qrsup.kernels.timing import L2_FLUSH_BYTES
 
 # Captured before any candidate code is imported, so rebinding these names later changes nothing
 # here; deeper patches are caught by the referee's own clock.

@@ -13,9 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
-
-from kernels.judge.processes import kill_tree, run_delay_ns, tree_rss_bytes
-from kernels.judge.protocol import (
+from qrsup.kernels.judge.processes import kill_tree, run_delay_ns, tree_rss_bytes
+from qrsup.kernels.judge.protocol import (
     ChannelClosed,
     ChannelTimeout,
     LineReader,
@@ -24,8 +23,8 @@ from kernels.judge.protocol import (
     encode,
     write_all,
 )
-from kernels.judge.sandbox import IsolationSettings, plan_sandbox
-from kernels.profiling.trace import TRACE_FILE
+from qrsup.kernels.judge.sandbox import IsolationSettings, plan_sandbox
+from qrsup.kernels.profiling.trace import TRACE_FILE
 
 
 class ContestantFailure(RuntimeError):
@@ -77,7 +76,7 @@ class ContestantProcess:
         self._output = open(work_dir / "candidate-output.log", "ab")  # noqa: SIM115 - lives as long as the process
         self._memory_limit = launch.memory_limit_bytes
         device = "cuda:0" if launch.device.startswith("cuda") else "cpu"
-        contestant = [sys.executable, "-m", "kernels.judge.contestant"]
+        contestant = [sys.executable, "-m", "qrsup.kernels.judge.contestant"]
         contestant += [str(cmd_read), str(reply_write), device, str(self._export_fd), str(trace_fd)]
         policy = plan_sandbox(
             launch.isolation,
@@ -94,7 +93,7 @@ class ContestantProcess:
             triton_cache=launch.triton_cache,
         )
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "kernels.judge.sandbox_main", policy.to_json()],
+            [sys.executable, "-m", "qrsup.kernels.judge.sandbox_main", policy.to_json()],
             pass_fds=(cmd_read, reply_write, self._export_fd, trace_fd, status_write),
             stdin=subprocess.DEVNULL,
             stdout=self._output,

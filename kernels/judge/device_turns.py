@@ -23,8 +23,8 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-from kernels.judge.environment import physical_gpu
-from kernels.judge.locks import file_lock
+from qrsup.kernels.judge.environment import physical_gpu
+from qrsup.kernels.judge.locks import file_lock
 
 
 class DeviceTurns:

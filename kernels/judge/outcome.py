@@ -6,9 +6,8 @@ import platform
 from dataclasses import dataclass, field
 
 import torch
-
-from kernels.suites import Spec
-from kernels.timing import Stats, geomean
+from qrsup.kernels.suites import Spec
+from qrsup.kernels.timing import Stats, geomean
 
 
 @dataclass

@@ -7,8 +7,7 @@ import os
 import signal
 
 import psutil
-
-from kernels.judge import linux
+from qrsup.kernels.judge import linux
 
 
 def _prctl(option: int, value: int) -> bool:

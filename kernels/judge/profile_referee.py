@@ -11,14 +11,14 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from kernels.judge.contestant_process import ContestantFailure
-from kernels.judge.outcome import SpecOutcome, assemble_report
-from kernels.judge.referee import Referee
-from kernels.profiling.ncu import NcuError, measure
-from kernels.profiling.timeline import summarize
-from kernels.profiling.trace import TraceError, load_trace
-from kernels.suites import Spec
-from kernels.timing import inputs_per_repetition
+from qrsup.kernels.judge.contestant_process import ContestantFailure
+from qrsup.kernels.judge.outcome import SpecOutcome, assemble_report
+from qrsup.kernels.judge.referee import Referee
+from qrsup.kernels.profiling.ncu import NcuError, measure
+from qrsup.kernels.profiling.timeline import summarize
+from qrsup.kernels.profiling.trace import TraceError, load_trace
+from qrsup.kernels.suites import Spec
+from qrsup.kernels.timing import inputs_per_repetition
 
 MAX_PROFILED_CALLS = 4
 # ncu runs the candidate in a process of its own, with the counters only a privileged user reads.

@@ -1,7 +1,7 @@
 """Run a command that sees some trees read-only: how a coding-agent proposer is kept off the
 workspace and off the judge's own files while it edits its candidate.
 
-`python -m kernels.judge.read_only_view SPEC_JSON` enters a mount namespace (inside a user
+`python -m qrsup.kernels.judge.read_only_view SPEC_JSON` enters a mount namespace (inside a user
 namespace of the same uid for an ordinary user), binds each read-only tree over itself
 read-only, binds the writable ones back over that, drops every capability and execs the command.
 The network and the rest of the machine stay as they were: the command is a coding agent, not a
@@ -16,7 +16,7 @@ import os
 import sys
 from pathlib import Path
 
-from kernels.judge import linux
+from qrsup.kernels.judge import linux
 
 UNPROTECTED = "qrsup: the command runs without a read-only view"
 
@@ -31,7 +31,7 @@ def read_only_view_command(
         "read_only": [str(p.resolve()) for p in read_only if p.exists()],
         "writable": [str(p.resolve()) for p in writable if p.exists()],
     }
-    return [sys.executable, "-m", "kernels.judge.read_only_view", json.dumps(spec)]
+    return [sys.executable, "-m", "qrsup.kernels.judge.read_only_view", json.dumps(spec)]
 
 
 def _enter() -> None:

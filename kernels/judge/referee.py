@@ -1,6 +1,6 @@
 """The referee: the trusted judge process. It owns inputs, checks, clocks and the report.
 
-Started through `kernels.judge.referee_main`, with a JSON config line on stdin. No candidate
+Started through `qrsup.kernels.judge.referee_main`, with a JSON config line on stdin. No candidate
 code ever runs here; the contestant is a child in its own process group, and nothing it sends is
 unpickled or believed without a check.
 
@@ -20,11 +20,10 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 import torch
-
-from kernels.checker import check_factors
-from kernels.generators import generate_input
-from kernels.judge.contestant_process import ContestantFailure, ContestantProcess
-from kernels.judge.integrity import (
+from qrsup.kernels.checker import check_factors
+from qrsup.kernels.generators import generate_input
+from qrsup.kernels.judge.contestant_process import ContestantFailure, ContestantProcess
+from qrsup.kernels.judge.integrity import (
     CPU_TOLERANCE,
     CUDA_TOLERANCE,
     Cycle,
@@ -32,12 +31,12 @@ from kernels.judge.integrity import (
     IntegrityVerdict,
     judge_integrity,
 )
-from kernels.judge.outcome import SpecOutcome, assemble_report
-from kernels.judge.processes import run_delay_ns
-from kernels.judge.protocol import sign, write_all
-from kernels.judge.sandbox import isolation_summary
-from kernels.suites import Spec
-from kernels.timing import STOPPING_RULES, Stats, inputs_per_repetition
+from qrsup.kernels.judge.outcome import SpecOutcome, assemble_report
+from qrsup.kernels.judge.processes import run_delay_ns
+from qrsup.kernels.judge.protocol import sign, write_all
+from qrsup.kernels.judge.sandbox import isolation_summary
+from qrsup.kernels.suites import Spec
+from qrsup.kernels.timing import STOPPING_RULES, Stats, inputs_per_repetition
 
 CALIBRATION_SPEC = Spec(batch=2, n=8, cond=0, case="dense", seed=0)
 CALIBRATION_CYCLES = 9
@@ -370,7 +369,7 @@ def _far_beyond(verdict: IntegrityVerdict) -> bool:
 def run(config: dict, reporter: Reporter, contestant: ContestantProcess) -> dict:
     """The report of a judge run, or of a profile run when the config asks for one."""
     if "profile" in config:
-        from kernels.judge.profile_referee import ProfileReferee  # it builds on Referee
+        from qrsup.kernels.judge.profile_referee import ProfileReferee  # it builds on Referee
 
         return ProfileReferee(config, reporter, contestant).run()
     return Referee(config, reporter, contestant).run()

@@ -1,4 +1,4 @@
-"""Entry of the referee process: `python -m kernels.judge.referee_main REPORT_FD`, config on stdin.
+"""Entry of the referee: `python -m qrsup.kernels.judge.referee_main REPORT_FD`, config on stdin.
 
 The contestant is started before the referee imports torch, so the two interpreters load their
 heavy modules side by side instead of one after the other.
@@ -11,9 +11,9 @@ import os
 import sys
 from pathlib import Path
 
-from kernels.judge.contestant_process import ContestantLaunch, ContestantProcess
-from kernels.judge.processes import become_subreaper, make_undumpable
-from kernels.judge.sandbox import IsolationSettings
+from qrsup.kernels.judge.contestant_process import ContestantLaunch, ContestantProcess
+from qrsup.kernels.judge.processes import become_subreaper, make_undumpable
+from qrsup.kernels.judge.sandbox import IsolationSettings
 
 
 def main() -> None:
@@ -33,7 +33,7 @@ def main() -> None:
         triton_cache=Path(config["triton_cache"]) if config.get("triton_cache") else None,
     )
     contestant = ContestantProcess(launch)
-    from kernels.judge.referee import Reporter, run  # torch loads while the contestant starts
+    from qrsup.kernels.judge.referee import Reporter, run  # torch loads while the contestant starts
 
     reporter = Reporter(report_fd, key)
     reporter.send(run(config, reporter, contestant))

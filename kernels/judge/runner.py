@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-from kernels.judge.device_turns import DeviceTurns, turn_file
-from kernels.judge.environment import judged_environment
-from kernels.judge.manifest import changed_files
-from kernels.judge.processes import (
+from qrsup.kernels.judge.device_turns import DeviceTurns, turn_file
+from qrsup.kernels.judge.environment import judged_environment
+from qrsup.kernels.judge.manifest import changed_files
+from qrsup.kernels.judge.processes import (
     become_subreaper,
     descendants,
     kill_processes,
@@ -33,12 +33,18 @@ from kernels.judge.processes import (
     make_undumpable,
     marked_children,
 )
-from kernels.judge.protocol import ChannelClosed, ChannelTimeout, LineReader, ProtocolError, verify
-from kernels.judge.report import JudgeReport
-from kernels.judge.sandbox import IsolationSettings
-from kernels.judge.static_checks import check_candidate_file
-from kernels.suites import Spec, Suite
-from kernels.timing import STOPPING_RULES, inputs_per_repetition
+from qrsup.kernels.judge.protocol import (
+    ChannelClosed,
+    ChannelTimeout,
+    LineReader,
+    ProtocolError,
+    verify,
+)
+from qrsup.kernels.judge.report import JudgeReport
+from qrsup.kernels.judge.sandbox import IsolationSettings
+from qrsup.kernels.judge.static_checks import check_candidate_file
+from qrsup.kernels.suites import Spec, Suite
+from qrsup.kernels.timing import STOPPING_RULES, inputs_per_repetition
 
 OUTPUT_HEAD_CHARS = 4000
 OUTPUT_TAIL_CHARS = 12000
@@ -84,7 +90,7 @@ class JudgeConfig:
     memory_limit_bytes: int = 16 * 2**30
     forbidden_words: tuple[str, ...] = ("stream",)
     timeouts: Timeouts = field(default_factory=Timeouts)
-    device_turns: Path | None = None  # default: the GPU's turn file (kernels.judge.device_turns)
+    device_turns: Path | None = None  # default: the GPU's turn file (device_turns.py)
     isolation: IsolationSettings = field(default_factory=IsolationSettings)
     manifest: Mapping[str, str] | None = None  # the judge's files as the session started
     # Compiled kernels kept across runs. A candidate can write what later runs load from here,
@@ -215,7 +221,7 @@ def _run_referee(
     referee_log = open(work_dir / "referee.log", "wb")  # noqa: SIM115 - closed below
     started = time.monotonic()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "kernels.judge.referee_main", str(report_write)],
+        [sys.executable, "-m", "qrsup.kernels.judge.referee_main", str(report_write)],
         stdin=subprocess.PIPE,
         stdout=referee_log,
         stderr=subprocess.STDOUT,

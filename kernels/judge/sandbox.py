@@ -1,7 +1,7 @@
 """The contestant's boundary: who it runs as and what of the machine it can see.
 
 The referee plans a `SandboxPolicy` here and starts the contestant through
-`kernels.judge.sandbox_main`, which applies it. With the boundary up the contestant runs
+`qrsup.kernels.judge.sandbox_main`, which applies it. With the boundary up the contestant runs
 
 - as an unprivileged user with no capabilities and `no_new_privs` (a dedicated `qrsup-judge`
   user when the judge runs as root; the invoking user, stripped of the capabilities of its own
@@ -136,7 +136,6 @@ def plan_sandbox(
         "TRITON_CACHE_DIR": TRITON_CACHE,
         "XDG_CACHE_HOME": f"{PRIVATE_DIR}/.cache",
         "PYTHONDONTWRITEBYTECODE": "1",
-        "PYTHONPATH": os.pathsep.join(_import_roots(env)),
     }
     links = {p: os.readlink(p) for p in TOP_LEVEL_LINKS if os.path.islink(p)}
     return SandboxPolicy(
@@ -206,17 +205,6 @@ def _create_dedicated_user() -> None:
         check=False,
         timeout=30,
     )
-
-
-def _package_root() -> Path:
-    """The directory holding the judge's top-level package."""
-    return Path(__file__).resolve().parents[2]
-
-
-def _import_roots(env: Mapping[str, str]) -> list[str]:
-    """Where the contestant finds the judge's package first, then the caller's PYTHONPATH."""
-    given = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
-    return [str(_package_root()), *given]
 
 
 def exposed_paths(env: Mapping[str, str], links: Mapping[str, str]) -> list[str]:

@@ -1,4 +1,4 @@
-"""The contestant's launcher: `python -m kernels.judge.sandbox_main POLICY_JSON`.
+"""The contestant's launcher: `python -m qrsup.kernels.judge.sandbox_main POLICY_JSON`.
 
 Started by the referee, it enters new namespaces, forks the process that becomes the
 contestant, and waits for it, exiting as it exited. The child builds the contestant's root file
@@ -15,8 +15,8 @@ import signal
 import sys
 from pathlib import Path
 
-from kernels.judge import linux
-from kernels.judge.sandbox import PRIVATE_DIR, TRITON_CACHE, SandboxPolicy
+from qrsup.kernels.judge import linux
+from qrsup.kernels.judge.sandbox import PRIVATE_DIR, TRITON_CACHE, SandboxPolicy
 
 NAMESPACES = {
     "user": linux.CLONE_NEWUSER,

@@ -14,12 +14,12 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from kernels.judge.runner import JudgeConfig, Timeouts, run_judge
-from kernels.judge.sandbox import IsolationSettings
-from kernels.profiling.ncu import NCU_TIMEOUT_S
-from kernels.profiling.summary import ProfileFailure, ProfileSummary, one_line
-from kernels.profiling.trace import TRACE_FILE
-from kernels.suites import Spec, Suite
+from qrsup.kernels.judge.runner import JudgeConfig, Timeouts, run_judge
+from qrsup.kernels.judge.sandbox import IsolationSettings
+from qrsup.kernels.profiling.ncu import NCU_TIMEOUT_S
+from qrsup.kernels.profiling.summary import ProfileFailure, ProfileSummary, one_line
+from qrsup.kernels.profiling.trace import TRACE_FILE
+from qrsup.kernels.suites import Spec, Suite
 
 Progress = Callable[[dict], None]
 

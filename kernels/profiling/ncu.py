@@ -1,9 +1,10 @@
 """Nsight Compute counters for the top kernels: occupancy, DRAM and SM throughput.
 
 ncu replays each kernel many times to read its counters, so it runs on a separate, one-shot
-process of the candidate (`kernels.profiling.ncu_target`), limited to the kernels inside one NVTX
-range and to a bounded number of launches. Its CSV (one row per kernel launch and metric) is
-read here; anything it cannot give becomes a one-line note, never an error of the profile.
+process of the candidate (`qrsup.kernels.profiling.ncu_target`), limited to the kernels inside
+one NVTX range and to a bounded number of launches. Its CSV (one row per kernel launch and
+metric) is read here; anything it cannot give becomes a one-line note, never an error of the
+profile.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from kernels.judge.processes import kill_tree
+from qrsup.kernels.judge.processes import kill_tree
 
 NCU_RANGE = "qrsup-ncu"
 NCU_LAUNCH_COUNT = 40
@@ -73,7 +74,7 @@ def measure(
     log, output = work_dir / "ncu.csv", work_dir / "ncu-target.log"
     request_file = work_dir / "ncu-request.json"
     request_file.write_text(json.dumps(request))
-    target = [sys.executable, "-m", "kernels.profiling.ncu_target", str(request_file)]
+    target = [sys.executable, "-m", "qrsup.kernels.profiling.ncu_target", str(request_file)]
     code = _run([*_ncu_options(ncu, log), *target], output, timeout_s)
     try:
         return parse_ncu_csv(log.read_text(errors="replace") if log.exists() else "")

@@ -1,8 +1,8 @@
 """A one-shot run of a candidate for Nsight Compute: a warm-up, then one NVTX-marked repetition.
 
-Run as `python -m kernels.profiling.ncu_target REQUEST.json` under ncu, by the referee's profile
-flow. Compilation and graph capture happen in the warm-up, outside the range; ncu measures only
-the kernels launched inside it. Nothing here feeds a verdict.
+Run as `python -m qrsup.kernels.profiling.ncu_target REQUEST.json` under ncu, by the referee's
+profile flow. Compilation and graph capture happen in the warm-up, outside the range; ncu
+measures only the kernels launched inside it. Nothing here feeds a verdict.
 """
 
 from __future__ import annotations
@@ -12,9 +12,8 @@ import sys
 from pathlib import Path
 
 import torch
-
-from kernels.judge.contestant import Contestant
-from kernels.profiling.ncu import NCU_RANGE
+from qrsup.kernels.judge.contestant import Contestant
+from qrsup.kernels.profiling.ncu import NCU_RANGE
 
 
 def main() -> None:

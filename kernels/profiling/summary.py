@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from kernels.profiling.ncu import KernelCounters
-from kernels.profiling.timeline import TraceFigures
+from qrsup.kernels.profiling.ncu import KernelCounters
+from qrsup.kernels.profiling.timeline import TraceFigures
 
 FAILURE_KINDS = ("usage", "refused", "profiler")
 TEXT_TOP = 6

@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 
-from kernels.profiling.trace import (
+from qrsup.kernels.profiling.trace import (
     CALL_RANGE,
     DEVICE_CATEGORIES,
     LAUNCH_CATEGORIES,

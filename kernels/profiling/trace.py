@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 TRACE_FILE = "profile-trace.json"  # in the judge's private work dir
-PHASE_PREFIX = "qrsup:"  # a candidate's phase marks (kernels.phases)
+PHASE_PREFIX = "qrsup:"  # a candidate's phase marks (qrsup.kernels.phases)
 CALL_RANGE = "qrsup.call"  # the harness's range around one custom_kernel call; never a phase
 OTHER = "other"  # the phase of time outside every mark
 MAX_TRACE_BYTES = 256 * 2**20

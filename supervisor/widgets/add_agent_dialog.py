@@ -5,17 +5,16 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import ClassVar
 
+from qrsup.agents.goals import GoalError, parse_goal
+from qrsup.agents.proposal import ROLES
+from qrsup.agents.session import PROPOSERS, AgentSpec, SessionConfig, SessionError
+from qrsup.supervisor.launch import DEFAULT_GOAL, default_agents
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static
-
-from agents.goals import GoalError, parse_goal
-from agents.proposal import ROLES
-from agents.session import PROPOSERS, AgentSpec, SessionConfig, SessionError
-from supervisor.launch import DEFAULT_GOAL, default_agents
 
 
 def agent_spec(session: SessionConfig, name: str, role: str, proposer: str, goal: str) -> AgentSpec:

@@ -5,12 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from qrsup.supervisor.fleet import STALE_HEARTBEAT_S, AgentStatus
+from qrsup.supervisor.widgets.format import STATE_STYLES, VERDICT_STYLES, age, ms, styled
 from rich.text import Text
 from textual.message import Message
 from textual.widgets import DataTable
-
-from supervisor.fleet import STALE_HEARTBEAT_S, AgentStatus
-from supervisor.widgets.format import STATE_STYLES, VERDICT_STYLES, age, ms, styled
 
 STATE_WIDTH = 32
 FRESH_S = 10.0

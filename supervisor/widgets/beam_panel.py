@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
+from qrsup.supervisor.board import Board
+from qrsup.supervisor.widgets.format import ms
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Sparkline, Static
-
-from supervisor.board import Board
-from supervisor.widgets.format import ms
 
 
 def beam_text(board: Board) -> Text:

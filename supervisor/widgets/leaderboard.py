@@ -7,13 +7,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
+from qrsup.supervisor.board import Board, LeaderEntry, shown_entries
+from qrsup.supervisor.widgets.format import VERDICT_STYLES, ms, styled
 from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.widgets import DataTable
-
-from supervisor.board import Board, LeaderEntry, shown_entries
-from supervisor.widgets.format import VERDICT_STYLES, ms, styled
 
 SortValue = Callable[[LeaderEntry], object]
 FIXED: dict[str, tuple[str, SortValue]] = {

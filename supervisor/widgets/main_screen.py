@@ -7,17 +7,10 @@ profile, and a notification for each fact a person should not miss.
 
 from __future__ import annotations
 
-from textual import on
-from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical
-from textual.reactive import reactive
-from textual.screen import Screen
-from textual.widgets import DataTable, Footer
-
-from agents.session import RunPaths
-from supervisor.board import LeaderEntry
-from supervisor.fleet import AgentStatus
-from supervisor.messages import (
+from qrsup.agents.session import RunPaths
+from qrsup.supervisor.board import LeaderEntry
+from qrsup.supervisor.fleet import AgentStatus
+from qrsup.supervisor.messages import (
     AdvisorIdeas,
     AgentCrashed,
     AgentsSampled,
@@ -27,15 +20,21 @@ from supervisor.messages import (
     NewBest,
     ProfileRead,
 )
-from supervisor.watchers import FleetSampler, RunWatcher
-from supervisor.widgets.agent_list import AgentList
-from supervisor.widgets.beam_panel import BeamPanel
-from supervisor.widgets.format import ms
-from supervisor.widgets.leaderboard import Leaderboard
-from supervisor.widgets.log_tail import LogTail
-from supervisor.widgets.profile_panel import ProfilePanel
-from supervisor.widgets.promotion_bar import PromotionBar
-from supervisor.widgets.stats_panel import StatsPanel
+from qrsup.supervisor.watchers import FleetSampler, RunWatcher
+from qrsup.supervisor.widgets.agent_list import AgentList
+from qrsup.supervisor.widgets.beam_panel import BeamPanel
+from qrsup.supervisor.widgets.format import ms
+from qrsup.supervisor.widgets.leaderboard import Leaderboard
+from qrsup.supervisor.widgets.log_tail import LogTail
+from qrsup.supervisor.widgets.profile_panel import ProfilePanel
+from qrsup.supervisor.widgets.promotion_bar import PromotionBar
+from qrsup.supervisor.widgets.stats_panel import StatsPanel
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.reactive import reactive
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer
 
 NOTIFY_S = 8.0
 

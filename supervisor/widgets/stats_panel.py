@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from qrsup.supervisor.gpu_stats import GpuReport
+from qrsup.supervisor.process_stats import TreeLoad
+from qrsup.supervisor.widgets.format import size
 from rich.text import Text
 from textual.widgets import Static
-
-from supervisor.gpu_stats import GpuReport
-from supervisor.process_stats import TreeLoad
-from supervisor.widgets.format import size
 
 PROCESSES_PER_LINE = 4  # each "a12 100% 1234M": four fit an 80-column terminal
 

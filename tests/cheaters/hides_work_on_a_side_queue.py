@@ -3,8 +3,7 @@ device queue and returns at once, so the events on the current queue time nothin
 are right by the time anyone looks."""
 
 import torch
-
-from kernels.fast.geqrf import geqrf
+from qrsup.kernels.fast.geqrf import geqrf
 
 _BANNED = "str" + "eam"  # the contest refuses files with the word itself
 _side = None
