@@ -14,6 +14,7 @@ from qrsup.agents.advisor import build_advisor
 from qrsup.agents.evaluation import Evaluator
 from qrsup.agents.heartbeat import read_beat, write_beat
 from qrsup.agents.incumbent import REPO_ROOT
+from qrsup.agents.lifecycle import record_death
 from qrsup.agents.loop import ResearchAgent
 from qrsup.agents.proposal import Proposer
 from qrsup.agents.proposers import CommandConfig, CommandProposer, ModelConfig, OpenAIProposer
@@ -23,6 +24,7 @@ from qrsup.agents.spaces import space_for
 from qrsup.agents.store import Store
 from qrsup.agents.tuner import Sample, TunerProposer
 from qrsup.kernels.judge.triton_cache import shared
+from qrsup.kernels.schema import Actor, EventKind
 from qrsup.kernels.suites import get_suite
 
 # qrsup's own code (found without importing what lies above this layer): a coding agent reads
@@ -75,11 +77,13 @@ def main(argv: list[str] | None = None) -> int:
         return agent.run()
     except Exception:
         text = traceback.format_exc()
+        last_line = text.strip().splitlines()[-1]
         AgentLog(paths.agent_log(name)).write(f"agent crashed:\n{text}")
-        append_event(paths.events(name), {"event": "crashed", "agent": name, "error": text[-4000:]})
+        event = {"event": str(EventKind.CRASHED), "agent": name, "error": text[-4000:]}
+        append_event(paths.events(name), event)
+        record_death(paths, store, name, spec.role, f"crashed: {last_line}", Actor.AGENT)
         beat = read_beat(paths.heartbeat(name))
         if beat is not None:
-            last_line = text.strip().splitlines()[-1]
             crashed = replace(beat, state="crashed", detail=last_line, updated_at=time.time())
             write_beat(paths.heartbeat(name), crashed)
         return 1

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-ROLE_ORDER = ("exploit", "near-miss", "structural", "cleanup")
+from qrsup.kernels.schema import ROLE_NAMES
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ def place(
     preferred_role: str,
 ) -> Placement:
     """The first slot (the agent's own role first) the candidate earns; None if it earns none."""
-    order = [preferred_role] + [r for r in ROLE_ORDER if r != preferred_role]
+    order = [preferred_role] + [r for r in ROLE_NAMES if r != preferred_role]
     reasons = []
     for role in order:
         verdict = _RULES[role](candidate, beam.get(role), incumbent, noise, iteration)

@@ -11,19 +11,20 @@ from qrsup.agents.incumbent import Incumbent
 from qrsup.agents.promotion import promote
 from qrsup.agents.recorder import Recorder
 from qrsup.agents.session import RunPaths, SessionConfig
-from qrsup.agents.store import CandidateRow, Store
+from qrsup.agents.store import Store
+from qrsup.kernels.schema import Candidate, Decision, Progress, Verdict
 
 DEFAULT_NOISE = 0.02
-Progress = Callable[[str], Callable[[dict], None]]
+StageProgress = Callable[[str], Progress]  # a progress callback for the named stage
 
 
 @dataclass(frozen=True)
-class Decision:
+class Decided:
     """What became of a fully judged candidate; `verdict` is a failed re-timing run's, if any."""
 
-    decision: str
+    decision: Decision
     reason: str
-    verdict: str = "pass"
+    verdict: Verdict = Verdict.PASS
 
 
 class Decider:
@@ -36,7 +37,7 @@ class Decider:
         store: Store,
         evaluator: Evaluator,
         recorder: Recorder,
-        progress: Progress,
+        progress: StageProgress,
     ) -> None:
         self.paths = paths
         self.session = session
@@ -48,12 +49,12 @@ class Decider:
 
     def decide(
         self,
-        candidate: CandidateRow,
+        candidate: Candidate,
         full: StageResult,
         incumbent: Incumbent,
         role: str,
         iteration: int,
-    ) -> Decision:
+    ) -> Decided:
         """A beam slot, a promotion, or a rejection with every slot's reason.
 
         A would-be exploit that beats the incumbent is re-timed before it takes the slot: if its
@@ -63,24 +64,24 @@ class Decider:
         scored = scored_candidate(candidate, full)
         placement = place(scored, self.beam_slots(), incumbent.scored, self.noise, iteration, role)
         if placement.role is None:
-            return Decision("rejected", placement.reason)
+            return Decided(Decision.REJECTED, placement.reason)
         retimed = None
         if placement.role == "exploit" and self._contends(scored, incumbent):
             retimed = self._retime(candidate, incumbent)
             if isinstance(retimed, RetimingFailure) and retimed.side == "challenger":
                 report = retimed.result.report
                 reason = f"its re-timing run failed: {report.reason}"
-                return Decision("rejected", reason, report.verdict)
+                return Decided(Decision.REJECTED, reason, Verdict(report.verdict))
         protected = (
             iteration + self.session.structural_protection if placement.role == "structural" else 0
         )
         self.store.set_beam(placement.role, candidate.id, full.report.geomean_ns, protected)
-        decision = f"beam {placement.role}"
+        decision = Decision.beam(placement.role)
         if retimed is None:
-            return Decision(decision, placement.reason)
+            return Decided(decision, placement.reason)
         if isinstance(retimed, RetimingFailure):
             why = retimed.result.report.reason
-            return Decision(decision, f"not promoted: the incumbent's re-timing run failed: {why}")
+            return Decided(decision, f"not promoted: the incumbent's re-timing run failed: {why}")
         return self._promotion_grade(candidate, retimed, decision)
 
     def _contends(self, scored: Scored, incumbent: Incumbent) -> bool:
@@ -89,9 +90,7 @@ class Decider:
             return False
         return scored.geomean_ns < incumbent.geomean_ns * (1 - self.noise)
 
-    def _retime(
-        self, candidate: CandidateRow, incumbent: Incumbent
-    ) -> Comparison | RetimingFailure:
+    def _retime(self, candidate: Candidate, incumbent: Incumbent) -> Comparison | RetimingFailure:
         """Incumbent and challenger re-timed interleaved on this agent's GPU."""
         work = self.paths.work(self.recorder.agent)
         incumbent_path = work / f"{incumbent.row.id}.py"
@@ -102,8 +101,8 @@ class Decider:
         )
 
     def _promotion_grade(
-        self, candidate: CandidateRow, comparison: Comparison, decision: str
-    ) -> Decision:
+        self, candidate: Candidate, comparison: Comparison, decision: Decision
+    ) -> Decided:
         """Promote only a gain beyond the noise measured in the same re-timing."""
         self.noise = max(DEFAULT_NOISE / 2, comparison.noise)
         self.recorder.event(
@@ -111,7 +110,7 @@ class Decider:
         )
         if not comparison.significant:
             reason = f"gain {comparison.gain:.1%} within noise {comparison.noise:.1%}; not promoted"
-            return Decision(decision, reason)
+            return Decided(decision, reason)
         result = promote(
             self.session.workspace,
             self.paths,
@@ -123,14 +122,14 @@ class Decider:
             progress=self.progress("revalidate"),
         )
         if not result.ok:
-            return Decision(decision, f"promotion refused: {result.message}")
+            return Decided(decision, f"promotion refused: {result.message}")
         gain = f"gain {comparison.gain:.1%} beyond noise {comparison.noise:.1%}"
-        return Decision("promoted", f"{gain}; {result.message}")
+        return Decided(Decision.PROMOTED, f"{gain}; {result.message}")
 
     def beam_slots(self) -> dict[str, Slot]:
         slots = {}
-        for role, row in self.store.beam().items():
-            candidate = self.store.candidate(row["candidate_id"])
+        for role, slot in self.store.beam().items():
+            candidate = self.store.candidate(slot.candidate_id)
             if candidate is not None and candidate.geomean_ns is not None:
                 holder = Scored(
                     candidate.id,
@@ -139,11 +138,11 @@ class Decider:
                     candidate.spec_means_ns or {},
                     source_lines(candidate.source),
                 )
-                slots[role] = Slot(holder, int(row["protected_until"] or 0))
+                slots[role] = Slot(holder, slot.protected_until)
         return slots
 
 
-def scored_candidate(candidate: CandidateRow, full: StageResult) -> Scored:
+def scored_candidate(candidate: Candidate, full: StageResult) -> Scored:
     geomean_ns = full.report.geomean_ns or float("inf")
     return Scored(
         candidate.id,

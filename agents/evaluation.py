@@ -9,7 +9,7 @@ promote rests on a gain larger than the noise measured in the same run.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,10 +20,10 @@ from qrsup.kernels.judge.report import JudgeReport
 from qrsup.kernels.judge.runner import JudgeConfig, evaluate
 from qrsup.kernels.judge.sandbox import IsolationSettings
 from qrsup.kernels.judge.triton_cache import CacheChoice, per_source
+from qrsup.kernels.schema import Progress
 from qrsup.kernels.suites import Suite, get_suite
 from qrsup.kernels.timing import geomean
 
-Progress = Callable[[dict], None]
 NOISE_FLOOR = 0.01
 
 

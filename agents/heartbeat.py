@@ -9,6 +9,8 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from qrsup.agents.records import replace_atomically
+
 STATES = (
     "starting",
     "proposing",
@@ -18,6 +20,7 @@ STATES = (
     "goal met",
     "crashed",
     "stopped",
+    "died",  # written by whoever recorded its death (qrsup.agents.lifecycle)
 )
 BEAT_SECONDS = 2.0
 
@@ -39,9 +42,7 @@ class Beat:
 
 
 def write_beat(path: Path, beat: Beat) -> None:
-    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temp.write_text(json.dumps(asdict(beat)))
-    temp.replace(path)
+    replace_atomically(path, json.dumps(asdict(beat)))
 
 
 def read_beat(path: Path) -> Beat | None:

@@ -18,9 +18,10 @@ from qrsup.agents.git_workspace import (
 from qrsup.agents.records import AgentLog
 from qrsup.agents.session import RunPaths, SessionConfig
 from qrsup.agents.spaces import space_for
-from qrsup.agents.store import CandidateRow, Store
+from qrsup.agents.store import Store
 from qrsup.agents.tuner import source_hash
 from qrsup.kernels.judge.locks import file_lock
+from qrsup.kernels.schema import Candidate
 from qrsup.kernels.timing import geomean
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -34,7 +35,7 @@ class IncumbentError(RuntimeError):
 class Incumbent:
     """The current incumbent candidate and its full evaluation."""
 
-    row: CandidateRow
+    row: Candidate
 
     @classmethod
     def load(cls, store: Store) -> Incumbent:
@@ -126,7 +127,7 @@ def _register(session: SessionConfig, store: Store, device: str, log: AgentLog) 
         point = space.read(source)
         candidate_id = f"c-{digest[:10]}"
         store.add_candidate(
-            CandidateRow(
+            Candidate(
                 id=candidate_id,
                 hash=digest,
                 source=source,

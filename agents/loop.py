@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import signal
 import time
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from types import FrameType
@@ -20,25 +19,42 @@ from qrsup.agents import inbox
 from qrsup.agents.advisor import Advisor
 from qrsup.agents.decision import Decider
 from qrsup.agents.evaluation import Evaluator, StageResult
-from qrsup.agents.git_workspace import WorkspaceError, commit_to_branch, open_repo
+from qrsup.agents.git_workspace import WorkspaceError
 from qrsup.agents.goals import parse_goal
 from qrsup.agents.heartbeat import Heartbeat
 from qrsup.agents.incumbent import Incumbent, bootstrap_incumbent
+from qrsup.agents.lifecycle import record_death
 from qrsup.agents.phase_focus import latest_stage_shares
-from qrsup.agents.proposal import Proposal, ProposalContext, ProposalFailure, Proposer
-from qrsup.agents.recorder import IterationRecord, Recorder
+from qrsup.agents.proposal import (
+    ParentCandidate,
+    Proposal,
+    ProposalContext,
+    ProposalFailure,
+    Proposer,
+)
+from qrsup.agents.recorder import IterationDraft, Recorder
 from qrsup.agents.records import format_ms
+from qrsup.agents.recovery import commit_candidate, recover_branch, recover_promotion
 from qrsup.agents.session import AgentSpec, RunPaths, SessionConfig
 from qrsup.agents.steering import AgentState, take_messages
-from qrsup.agents.store import CandidateRow, Store
+from qrsup.agents.store import Store
 from qrsup.agents.tuner import source_hash
+from qrsup.kernels.judge.locks import file_lock
 from qrsup.kernels.judge.report import JudgeReport
 from qrsup.kernels.judge.static_checks import check_candidate_file
 from qrsup.kernels.profiling.candidate import profile_candidate, trace_path_for, write_latest
 from qrsup.kernels.profiling.summary import ProfileSummary
+from qrsup.kernels.schema import (
+    Actor,
+    Candidate,
+    Decision,
+    EventKind,
+    Progress,
+    Verdict,
+    role,
+)
 
 MEMORY_SIZE = 12
-PROMISE_MARGIN = {"exploit": 0.10, "near-miss": 0.5, "structural": 1.0, "cleanup": 0.05}
 IDLE_POLL_SECONDS = 1.0
 
 
@@ -78,6 +94,11 @@ class ResearchAgent:
         signal.signal(signal.SIGTERM, self._request_stop)
         signal.signal(signal.SIGINT, self._request_stop)
         self.paths.ensure(self.name)
+        # A death nobody recorded (the supervisor was not watching): record it before this
+        # start's heartbeat replaces the last one.
+        how = "found at its next start; exit status unknown"
+        record_death(self.paths, self.store, self.name, self.spec.role, how, Actor.AGENT)
+        self._recover()
         self.heartbeat.start()
         self.recorder.reconcile()
         self.iteration = self.store.last_iteration(self.name)
@@ -120,7 +141,7 @@ class ResearchAgent:
         return 0
 
     def iterate(self, iteration: int) -> None:
-        record = IterationRecord(iteration)
+        record = IterationDraft(iteration)
         incumbent = Incumbent.load(self.store)
         context = self._context(iteration, incumbent)
         record.parent_id = context.parent.candidate_id
@@ -130,7 +151,7 @@ class ResearchAgent:
             record.reason = f"{outcome.kind}: {outcome.reason}"
             if outcome.pause:
                 self.state.paused = True
-                record.decision = "paused"
+                record.decision = Decision.PAUSED
             self._finish(record)
             return
         record.hypothesis = outcome.hypothesis
@@ -142,21 +163,21 @@ class ResearchAgent:
         result = self._judge(candidate, incumbent)
         record.evaluated = True
         self._note_isolation(result.report)
-        record.verdict, record.reason = result.report.verdict, result.report.reason
+        record.verdict, record.reason = Verdict(result.report.verdict), result.report.reason
         record.spec_means_ns, record.geomean_ns = result.spec_means_ns, result.report.geomean_ns
-        if record.verdict == "tampered":
+        if record.verdict == Verdict.TAMPERED:
             self._pause_session(result.report.reason)
         elif result.passed and result.stage == "full":
             self.heartbeat.update(detail="deciding")
             decided = self.decider.decide(candidate, result, incumbent, self.spec.role, iteration)
             record.decision, record.reason = decided.decision, decided.reason
             record.verdict = decided.verdict
-            if decided.verdict == "pass":
+            if decided.verdict == Verdict.PASS:
                 self._note_best(result.report.geomean_ns)
-            if record.decision != "rejected":
+            if record.decision != Decision.REJECTED:
                 self._profile(candidate, result, incumbent)
         elif result.passed:
-            record.decision = "not promising"
+            record.decision = Decision.NOT_PROMISING
             record.reason = "the quick stage passed but was not close enough to the incumbent"
         self._finish(record)
         self._check_goal(record)
@@ -169,8 +190,8 @@ class ResearchAgent:
             role=self.spec.role,
             goal=self.state.goal.text,
             iteration=iteration,
-            parent=parent.as_parent(),
-            incumbent=incumbent.row.as_parent(),
+            parent=ParentCandidate.of(parent),
+            incumbent=ParentCandidate.of(incumbent.row),
             memory=self.store.outcomes(self.name, limit=MEMORY_SIZE),
             steering=tuple(self.state.steering),
             advisor_ideas=tuple(self.state.advice),
@@ -192,17 +213,14 @@ class ResearchAgent:
         return outcome
 
     def _register(
-        self, proposal: Proposal, parent_id: str, record: IterationRecord
-    ) -> CandidateRow | None:
+        self, proposal: Proposal, parent_id: str, record: IterationDraft
+    ) -> Candidate | None:
         """Static checks and dedupe by source hash; a duplicate is never evaluated again."""
         digest = source_hash(proposal.source)
         existing = self.store.candidate_by_hash(digest)
         if existing is not None:
-            record.verdict, record.decision, record.candidate_id = (
-                "duplicate",
-                "skipped",
-                existing.id,
-            )
+            record.verdict, record.decision = Verdict.DUPLICATE, Decision.SKIPPED
+            record.candidate_id = existing.id
             record.reason = f"same source as {existing.id}; not evaluated again"
             return None
         candidate_id = f"c-{digest[:10]}"
@@ -210,9 +228,9 @@ class ResearchAgent:
         path.write_text(proposal.source)
         static = check_candidate_file(path, ("stream",))
         if not static.ok:
-            record.verdict, record.reason = "rejected", static.reason
+            record.verdict, record.reason = Verdict.REJECTED, static.reason
             return None
-        row = CandidateRow(
+        row = Candidate(
             id=candidate_id,
             hash=digest,
             source=proposal.source,
@@ -225,17 +243,14 @@ class ResearchAgent:
             created_at=time.time(),
         )
         if not self.store.add_candidate(row):  # another agent stored the same source first
-            record.verdict, record.decision, record.candidate_id = (
-                "duplicate",
-                "skipped",
-                candidate_id,
-            )
+            record.verdict, record.decision = Verdict.DUPLICATE, Decision.SKIPPED
+            record.candidate_id = candidate_id
             record.reason = f"another agent proposed the same source ({candidate_id}) first"
             return None
         self._commit_candidate(row)
         return row
 
-    def _judge(self, candidate: CandidateRow, incumbent: Incumbent) -> StageResult:
+    def _judge(self, candidate: Candidate, incumbent: Incumbent) -> StageResult:
         """The quick stage; the full stage only when quick passes and looks promising."""
         path = self.paths.work(self.name) / f"{candidate.id}.py"
         self.heartbeat.update(state="evaluating", candidate=candidate.id, detail="quick")
@@ -249,7 +264,7 @@ class ResearchAgent:
         self._store_stage(candidate.id, full)
         return full
 
-    def _profile(self, candidate: CandidateRow, full: StageResult, incumbent: Incumbent) -> None:
+    def _profile(self, candidate: Candidate, full: StageResult, incumbent: Incumbent) -> None:
         """Profile a beam entry on the spec where it trails the incumbent most: the agent's eyes."""
         self.heartbeat.update(detail="profiling")
         path = self.paths.work(self.name) / f"{candidate.id}.py"
@@ -293,16 +308,18 @@ class ResearchAgent:
         mine, theirs = quick.geomean_over(indices), incumbent.geomean_over(indices)
         if mine is None or theirs is None:
             return True
-        return mine <= theirs * (1.0 + PROMISE_MARGIN[self.spec.role])
+        return mine <= theirs * (1.0 + role(self.spec.role).promise_margin)
 
-    def _finish(self, record: IterationRecord) -> None:
+    def _finish(self, record: IterationDraft) -> None:
         self.recorder.record(record, self.state.goal.text)
         self.heartbeat.update(
             state="idle", last_verdict=record.verdict, best_geomean_ns=self.best_ns, detail=""
         )
 
-    def _check_goal(self, record: IterationRecord) -> None:
-        if record.verdict != "pass" or not record.spec_means_ns:
+    def _check_goal(self, record: IterationDraft) -> None:
+        """Only a candidate the decision kept (a beam slot or a promotion) can meet the goal."""
+        kept = record.decision == Decision.PROMOTED or record.decision.startswith("beam ")
+        if record.verdict != Verdict.PASS or not kept or not record.spec_means_ns:
             return
         benchmarks = self.evaluator.suite.benchmarks
         status = self.state.goal.evaluate(
@@ -311,10 +328,9 @@ class ResearchAgent:
         if not status.met:
             return
         self.state.goal_met = True
-        self.heartbeat.update(state="goal met")
         self.recorder.event(
             {
-                "event": "goal_met",
+                "event": str(EventKind.GOAL_MET),
                 "goal": self.state.goal.text,
                 "candidate_id": record.candidate_id,
                 "value_ns": status.value_ns,
@@ -324,6 +340,7 @@ class ResearchAgent:
         )
         value, target = format_ms(status.value_ns), format_ms(status.target_ns)
         self.log.write(f"goal met by {record.candidate_id}: {value} < {target}; idling")
+        self.heartbeat.update(state="goal met")  # last: whoever sees the state finds the record
 
     def _note_isolation(self, report: JudgeReport) -> None:
         """Say once, in the log the TUI shows, when candidates run without the full boundary."""
@@ -355,10 +372,10 @@ class ResearchAgent:
 
     def _beam_summary(self) -> str:
         lines = []
-        for role, slot in self.decider.beam_slots().items():
+        for name, slot in self.decider.beam_slots().items():
             holder = slot.holder
             lines.append(
-                f"{role}: {holder.candidate_id} {format_ms(holder.geomean_ns)} ({holder.family})"
+                f"{name}: {holder.candidate_id} {format_ms(holder.geomean_ns)} ({holder.family})"
             )
         return "\n".join(lines)
 
@@ -375,23 +392,17 @@ class ResearchAgent:
             raise KeyboardInterrupt
         self.state.stop_requested = True
 
-    def _progress(self, stage: str) -> Callable[[dict], None]:
-        def report(frame: dict) -> None:
-            where = frame.get("phase", "")
-            if "index" in frame:
-                where = f"{where} {frame['index'] + 1}/{frame['total']}"
-            self.heartbeat.update(detail=f"{stage}: {where}")
-
-        return report
+    def _progress(self, stage: str) -> Progress:
+        return lambda update: self.heartbeat.update(detail=f"{stage}: {update.describe()}")
 
     def _incumbent_means(self) -> dict[int, float]:
         return dict(Incumbent.load(self.store).spec_means_ns)
 
-    def _parent_row(self, incumbent: Incumbent) -> CandidateRow:
+    def _parent_row(self, incumbent: Incumbent) -> Candidate:
         """The agent's role decides its parent: its own beam slot if held, else the incumbent."""
         slot = self.store.beam().get(self.spec.role)
         if slot is not None:
-            row = self.store.candidate(slot["candidate_id"])
+            row = self.store.candidate(slot.candidate_id)
             if row is not None and row.family == self.spec.family:
                 return row
         if self.spec.family == incumbent.row.family:
@@ -407,23 +418,36 @@ class ResearchAgent:
         )
 
     def _own_best(self) -> float | None:
-        rows = self.store.iterations(self.name)
-        values = [r["geomean_ns"] for r in rows if r["geomean_ns"] and r["outcome"] == "pass"]
+        records = self.store.iterations(self.name)
+        values = [r.geomean_ns for r in records if r.geomean_ns and r.verdict == Verdict.PASS]
         return min(values) if values else None
 
     def _note_best(self, geomean_ns: float | None) -> None:
         if geomean_ns is not None and (self.best_ns is None or geomean_ns < self.best_ns):
             self.best_ns = geomean_ns
 
-    def _commit_candidate(self, row: CandidateRow) -> None:
+    def _commit_candidate(self, row: Candidate) -> None:
         """Keep every candidate on the agent's own branch; git trouble never stops the loop."""
         try:
-            branch = f"qrsup/{self.session.name}/{self.name}"
-            message = f"{row.id}: {row.hypothesis}\n\nparent: {row.parent_id}"
-            with open_repo(self.session.workspace) as repo:
-                commit_to_branch(repo, branch, row.source, message)
+            commit_candidate(self.session, row)
         except (WorkspaceError, git.GitError, OSError) as exc:
             self.log.write(f"could not commit {row.id} to the agent branch: {exc}")
+
+    def _recover(self) -> None:
+        """Git and the store back in step after a kill (qrsup.agents.recovery)."""
+        try:
+            with file_lock(self.paths.promote_lock):
+                done = recover_promotion(self.paths, self.session, self.store, self.name)
+            committed = recover_branch(self.paths, self.session, self.store, self.name)
+        except (WorkspaceError, git.GitError, OSError) as exc:
+            self.log.write(f"could not check the workspace's git history: {exc}")
+            return
+        if done:
+            self.log.write(f"recovered after a restart: {done}")
+        if committed:
+            self.log.write(
+                f"recovered after a restart: {', '.join(committed)} committed to the branch"
+            )
 
 
 def _usage(outcome: Proposal | ProposalFailure) -> dict[str, float]:

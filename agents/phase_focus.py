@@ -8,11 +8,10 @@ CUDA graph every kernel falls in the phase around the replay), from the kernels'
 
 from __future__ import annotations
 
-import json
-import sqlite3
 from collections.abc import Sequence
 
 from qrsup.kernels.profiling.summary import ProfileSummary, profile_from_dict
+from qrsup.kernels.schema import ProfileRecord
 
 STAGES = ("panel", "T", "trailing")
 _NAME_STAGES = (
@@ -37,10 +36,10 @@ def stage_shares(summary: ProfileSummary) -> dict[str, float]:
     return {stage: share / total for stage, share in shares.items()} if total > 0 else {}
 
 
-def latest_stage_shares(profiles: Sequence[sqlite3.Row]) -> dict[str, float]:
-    """The stage shares of a candidate's latest successful profile (store rows); {} if none."""
-    for row in reversed(profiles):
-        summary = profile_from_dict(json.loads(row["summary"])) if row["ok"] else None
+def latest_stage_shares(profiles: Sequence[ProfileRecord]) -> dict[str, float]:
+    """The stage shares of a candidate's latest successful profile; {} if none."""
+    for record in reversed(profiles):
+        summary = profile_from_dict(record.summary) if record.ok else None
         if isinstance(summary, ProfileSummary):
             return stage_shares(summary)
     return {}

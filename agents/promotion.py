@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,8 +12,7 @@ from qrsup.agents.records import append_atomically, format_ms, timestamp
 from qrsup.agents.session import RunPaths
 from qrsup.agents.store import Store
 from qrsup.kernels.judge.locks import file_lock
-
-Progress = Callable[[dict], None]
+from qrsup.kernels.schema import Progress
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-ROLES = ("exploit", "near-miss", "structural", "cleanup")
+from qrsup.kernels.schema import Candidate
 
 
 @dataclass(frozen=True)
@@ -21,6 +21,19 @@ class ParentCandidate:
     spec_means_ns: dict[int, float] = field(default_factory=dict)
     params: dict[str, object] | None = None
 
+    @classmethod
+    def of(cls, candidate: Candidate) -> ParentCandidate:
+        """The view of a stored candidate a proposer gets."""
+        return cls(
+            candidate_id=candidate.id,
+            source=candidate.source,
+            hypothesis=candidate.hypothesis,
+            family=candidate.family,
+            geomean_ns=candidate.geomean_ns,
+            spec_means_ns=candidate.spec_means_ns or {},
+            params=candidate.params,
+        )
+
 
 @dataclass(frozen=True)
 class OutcomeSummary:
@@ -29,7 +42,7 @@ class OutcomeSummary:
     iteration: int
     candidate_id: str | None
     hypothesis: str
-    verdict: str  # pass | fail | error | crash | timeout | memory | rejected | duplicate | proposal
+    verdict: str  # a qrsup.kernels.schema.Verdict
     geomean_ns: float | None
     reason: str = ""
     spec_means_ns: dict[int, float] = field(default_factory=dict)

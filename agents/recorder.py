@@ -1,12 +1,12 @@
 """Recording an iteration: the store first (the source of truth), then events.jsonl, then log.md.
 
 On start the recorder reconciles: any iteration in the store that a kill cut off before its event
-line was written gets that line appended, so every evaluation appears in every record once.
+line was written gets that line appended, whole, so every evaluation appears in every record once.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from qrsup.agents.records import (
@@ -19,23 +19,44 @@ from qrsup.agents.records import (
 )
 from qrsup.agents.session import RunPaths
 from qrsup.agents.store import Store
+from qrsup.kernels.schema import Comparison, Decision, EventKind, Iteration, Verdict
 
 
 @dataclass
-class IterationRecord:
-    """Everything one iteration produced; becomes one store row, one event, one log entry."""
+class IterationDraft:
+    """What one iteration has produced so far; `finish` makes it the frozen record."""
 
     iteration: int
     hypothesis: str = ""
     candidate_id: str | None = None
     parent_id: str | None = None
-    verdict: str = "proposal"
-    decision: str = "rejected"
+    verdict: Verdict = Verdict.PROPOSAL
+    decision: Decision = Decision.REJECTED
     reason: str = ""
     geomean_ns: float | None = None
-    spec_means_ns: dict[int, float] | None = None
-    usage: dict[str, float] | None = None
+    spec_means_ns: dict[int, float] = field(default_factory=dict)
+    usage: dict[str, float] = field(default_factory=dict)
+    comparison: Comparison | None = None
     evaluated: bool = False
+
+    def finish(self, agent: str, role: str, goal: str) -> Iteration:
+        return Iteration(
+            agent=agent,
+            iteration=self.iteration,
+            verdict=Verdict(self.verdict),
+            decision=Decision(self.decision),
+            candidate_id=self.candidate_id,
+            parent_id=self.parent_id,
+            role=role,
+            hypothesis=self.hypothesis,
+            reason=self.reason,
+            goal=goal,
+            geomean_ns=self.geomean_ns,
+            spec_means_ns=dict(self.spec_means_ns),
+            usage=dict(self.usage),
+            comparison=self.comparison,
+            evaluated=self.evaluated,
+        )
 
 
 class Recorder:
@@ -51,35 +72,10 @@ class Recorder:
         self.role = role
         self.log = AgentLog(paths.agent_log(agent))
 
-    def record(self, record: IterationRecord, goal: str) -> None:
-        self.store.record_iteration(
-            self.agent,
-            record.iteration,
-            record.candidate_id,
-            record.verdict,
-            record.decision,
-            record.hypothesis,
-            record.reason,
-            record.geomean_ns,
-            record.usage or {},
-        )
-        event = {
-            "event": "iteration",
-            "agent": self.agent,
-            "role": self.role,
-            "iteration": record.iteration,
-            "candidate_id": record.candidate_id,
-            "parent_id": record.parent_id,
-            "hypothesis": record.hypothesis,
-            "verdict": record.verdict,
-            "decision": record.decision,
-            "geomean_ns": record.geomean_ns,
-            "spec_means_ns": record.spec_means_ns or {},
-            "reason": record.reason,
-            "goal": goal,
-            "usage": record.usage or {},
-            "evaluated": record.evaluated,
-        }
+    def record(self, draft: IterationDraft, goal: str) -> Iteration:
+        record = draft.finish(self.agent, self.role, goal)
+        self.store.record_iteration(record)
+        event = record.to_event()
         self.event(event)
         if record.evaluated:
             append_atomically(self.workspace / "log.md", log_entry(event))
@@ -88,6 +84,7 @@ class Recorder:
             f"it {record.iteration}: {record.verdict} → {record.decision} · "
             f"{format_ms(record.geomean_ns)} · {record.hypothesis or '—'}{reason}"
         )
+        return record
 
     def event(self, fields: dict[str, object]) -> None:
         append_event(self.paths.events(self.agent), {"agent": self.agent, **fields})
@@ -95,22 +92,9 @@ class Recorder:
     def reconcile(self) -> None:
         """Append the event lines a kill may have cut off after the store write."""
         events = read_events(self.paths.events(self.agent))
-        logged = {e.get("iteration") for e in events if e.get("event") == "iteration"}
-        for row in reversed(self.store.iterations(self.agent)):
-            if row["iteration"] in logged:
+        logged = {e.get("iteration") for e in events if e.get("event") == EventKind.ITERATION}
+        for record in reversed(self.store.iterations(self.agent)):
+            if record.iteration in logged:
                 continue
-            self.event(
-                {
-                    "event": "iteration",
-                    "role": self.role,
-                    "iteration": row["iteration"],
-                    "candidate_id": row["candidate_id"],
-                    "hypothesis": row["hypothesis"],
-                    "verdict": row["outcome"],
-                    "decision": row["decision"],
-                    "geomean_ns": row["geomean_ns"],
-                    "reason": row["reason"],
-                    "reconciled": True,
-                }
-            )
-            self.log.write(f"it {row['iteration']}: record restored from the store after a restart")
+            self.event({**record.to_event(), "reconciled": True})
+            self.log.write(f"it {record.iteration}: record restored from the store after a restart")

@@ -29,6 +29,14 @@ def append_atomically(path: Path, text: str) -> None:
         os.close(fd)
 
 
+def replace_atomically(path: Path, text: str) -> None:
+    """Replace a small file whole (write a temp file, then rename): readers see old or new."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temp.write_text(text)
+    temp.replace(path)
+
+
 def timestamp(at: float | None = None) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at if at is not None else time.time()))
 

@@ -6,7 +6,7 @@ import tomllib
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
-from qrsup.agents.proposal import ROLES
+from qrsup.kernels.schema import ROLE_NAMES
 
 PROPOSERS = ("tuner", "openai", "command")
 
@@ -33,8 +33,8 @@ class AgentSpec:
     def __post_init__(self) -> None:
         if not self.name.replace("-", "").replace("_", "").isalnum():
             raise SessionError(f"agent name {self.name!r} must be letters, digits, - or _")
-        if self.role not in ROLES:
-            raise SessionError(f"agent {self.name}: role must be one of {', '.join(ROLES)}")
+        if self.role not in ROLE_NAMES:
+            raise SessionError(f"agent {self.name}: role must be one of {', '.join(ROLE_NAMES)}")
         if self.proposer not in PROPOSERS:
             raise SessionError(f"agent {self.name}: proposer must be one of {', '.join(PROPOSERS)}")
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 import ast
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
 from qrsup.kernels.blocked_wy import T_METHODS, BlockedConfig
+from qrsup.kernels.fast.config import KNOBS, Config, dump_config, load_config, parse_config
 from qrsup.kernels.suites import Spec
 
 Point = dict[str, object]
@@ -125,22 +126,19 @@ def custom_kernel(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 @dataclass(frozen=True)
 class FastKernelSpace:
-    """The shipped fast kernel's declared space, one class per `[[shape]]` of its configs."""
+    """The shipped fast kernel's declared space, one class per `[[shape]]` of its configs; read,
+    validated and written by the kernel's own config code."""
 
     configs_path: Path
     family: str = "fast"
 
-    def _data(self) -> dict:
-        return tomllib.loads(self.configs_path.read_text())
+    def _config(self) -> Config:
+        return load_config(self.configs_path)
 
     def choices(self) -> dict[str, tuple[object, ...]]:
-        data = self._data()
-        space = {k: tuple(v) for k, v in data["space"].items()}
+        config = self._config()
         return {
-            f"{shape['name']}.{knob}": values
-            for shape in data["shape"]
-            for knob, values in space.items()
-            if knob in shape
+            f"{shape.name}.{knob}": config.space[knob] for shape in config.shapes for knob in KNOBS
         }
 
     def read(self, source: str) -> Point | None:
@@ -150,58 +148,38 @@ class FastKernelSpace:
         for node in tree.body:
             if isinstance(node, ast.Assign) and _assigns(node, "CONFIG_TOML"):
                 try:
-                    data = tomllib.loads(ast.literal_eval(node.value))
+                    raw = tomllib.loads(ast.literal_eval(node.value))
+                    return _flatten_shapes(parse_config(raw, Path("<candidate>")))
                 except (ValueError, tomllib.TOMLDecodeError):
                     return None
-                return _flatten_shapes(data)
         return None
 
     def render(self, point: Mapping[str, object]) -> str:
-        data = self._data()
-        for shape in data["shape"]:
-            for key, value in point.items():
-                name, knob = key.split(".", 1)
-                if name == shape["name"]:
-                    shape[knob] = value
-        return FAST_TEMPLATE.format(config=_dump_fast(data))
+        config = self._config()
+        shapes = tuple(
+            replace(
+                shape,
+                **{
+                    key.split(".", 1)[1]: value
+                    for key, value in point.items()
+                    if key.split(".", 1)[0] == shape.name
+                },
+            )
+            for shape in config.shapes
+        )
+        return FAST_TEMPLATE.format(config=dump_config(replace(config, shapes=shapes)))
 
     def default_point(self) -> Point:
-        return _flatten_shapes(self._data())
+        return _flatten_shapes(self._config())
 
     def class_of(self, spec: Spec) -> str:
-        for shape in self._data()["shape"]:
-            if spec.n <= shape.get("n_max", spec.n) and spec.batch <= shape.get(
-                "batch_max", spec.batch
-            ):
-                return str(shape["name"])
-        return "all"
+        return self._config().for_shape(spec.batch, spec.n).name
 
 
-def _flatten_shapes(data: dict) -> Point:
-    knobs = set(data["space"])
+def _flatten_shapes(config: Config) -> Point:
     return {
-        f"{shape['name']}.{knob}": value
-        for shape in data["shape"]
-        for knob, value in shape.items()
-        if knob in knobs
+        f"{shape.name}.{knob}": getattr(shape, knob) for shape in config.shapes for knob in KNOBS
     }
-
-
-def _dump_fast(data: dict) -> str:
-    lines = ["[space]"] + [f"{k} = {_toml_value(v)}" for k, v in data["space"].items()]
-    for shape in data["shape"]:
-        lines += ["", "[[shape]]"] + [f"{k} = {_toml_value(v)}" for k, v in shape.items()]
-    return "\n".join(lines) + "\n"
-
-
-def _toml_value(value: object) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return '"' + value.replace('"', '\\"') + '"'
-    if isinstance(value, list | tuple):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    return repr(value)
 
 
 def _module(source: str) -> ast.Module | None:

@@ -1,7 +1,9 @@
-"""The session's SQLite store: candidates, evaluations, beam, promotions, consumed steering.
+"""The session's SQLite store: candidates, evaluations, iterations, beam, promotions, steering,
+profiles and side questions. It takes and returns only the typed records of qrsup.kernels.schema.
 
 WAL mode lets the TUI and the CLI read while agents write; every write is one transaction, so a
-process killed at any instant leaves either the whole row or none of it.
+process killed at any instant leaves either the whole row or none of it. Readers (the TUI, the
+CLI's status) open it read-only and never take the writers' lock.
 """
 
 from __future__ import annotations
@@ -11,10 +13,25 @@ import sqlite3
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict
 from pathlib import Path
 
-from qrsup.agents.proposal import OutcomeSummary, ParentCandidate
+from qrsup.agents.proposal import OutcomeSummary
+from qrsup.kernels.schema import (
+    BeamSlot,
+    Candidate,
+    Comparison,
+    Decision,
+    Evaluation,
+    Iteration,
+    ProfileRecord,
+    Promotion,
+    SideQuestionRecord,
+    SteeringRecord,
+    Verdict,
+    spec_means_from_json,
+    spec_means_to_json,
+)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS candidates (
@@ -46,13 +63,19 @@ CREATE TABLE IF NOT EXISTS iterations (
     agent TEXT NOT NULL,
     iteration INTEGER NOT NULL,
     candidate_id TEXT,
-    outcome TEXT NOT NULL,
+    verdict TEXT NOT NULL,
     decision TEXT NOT NULL,
     hypothesis TEXT NOT NULL,
     reason TEXT NOT NULL,
     geomean_ns REAL,
     usage TEXT NOT NULL,
     created_at REAL NOT NULL,
+    parent_id TEXT,
+    role TEXT NOT NULL DEFAULT '',
+    goal TEXT NOT NULL DEFAULT '',
+    spec_means TEXT NOT NULL DEFAULT '{}',
+    comparison TEXT,
+    evaluated INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (agent, iteration)
 );
 CREATE TABLE IF NOT EXISTS beam (
@@ -86,7 +109,8 @@ CREATE TABLE IF NOT EXISTS side_questions (
     question TEXT NOT NULL,
     answer TEXT NOT NULL,
     source TEXT NOT NULL,
-    created_at REAL NOT NULL
+    created_at REAL NOT NULL,
+    usage TEXT NOT NULL DEFAULT '{}'
 );
 CREATE TABLE IF NOT EXISTS profiles (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -100,47 +124,42 @@ CREATE TABLE IF NOT EXISTS profiles (
 );
 CREATE INDEX IF NOT EXISTS evaluations_by_candidate ON evaluations(candidate_id);
 """
+# Stores written before the typed layer: columns renamed or added since (existing rows keep
+# the defaults).
+MIGRATIONS = {
+    "iterations": (
+        ("RENAME", "outcome", "verdict"),
+        ("ADD", "parent_id", "TEXT"),
+        ("ADD", "role", "TEXT NOT NULL DEFAULT ''"),
+        ("ADD", "goal", "TEXT NOT NULL DEFAULT ''"),
+        ("ADD", "spec_means", "TEXT NOT NULL DEFAULT '{}'"),
+        ("ADD", "comparison", "TEXT"),
+        ("ADD", "evaluated", "INTEGER NOT NULL DEFAULT 0"),
+    ),
+    "side_questions": (("ADD", "usage", "TEXT NOT NULL DEFAULT '{}'"),),
+}
 
 
-@dataclass(frozen=True)
-class CandidateRow:
-    """A stored candidate and its best full evaluation, if any."""
-
-    id: str
-    hash: str
-    source: str
-    parent_id: str | None
-    agent: str
-    role: str
-    family: str
-    hypothesis: str
-    params: dict | None
-    created_at: float
-    verdict: str | None = None
-    geomean_ns: float | None = None
-    spec_means_ns: dict[int, float] | None = None
-
-    def as_parent(self) -> ParentCandidate:
-        """The view of this candidate a proposer gets."""
-        return ParentCandidate(
-            candidate_id=self.id,
-            source=self.source,
-            hypothesis=self.hypothesis,
-            family=self.family,
-            geomean_ns=self.geomean_ns,
-            spec_means_ns=self.spec_means_ns or {},
-            params=self.params,
-        )
+class StoreError(RuntimeError):
+    """The store cannot be opened as asked (a reader before any agent created it, say)."""
 
 
 class Store:
     """One connection per process; short transactions; readers never block writers (WAL)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, read_only: bool = False) -> None:
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(path, timeout=30.0, isolation_level=None)
+        self.read_only = read_only
+        if read_only:
+            if not path.exists():
+                raise StoreError(f"no store at {path} yet")
+            self._db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(path, timeout=30.0, isolation_level=None)
         self._db.row_factory = sqlite3.Row
+        if read_only:
+            return
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")
         self._db.execute("PRAGMA foreign_keys=ON")
@@ -148,9 +167,21 @@ class Store:
             for statement in SCHEMA.split(";"):
                 if statement.strip():
                     self._db.execute(statement)
+            _migrate(self._db)
+
+    @classmethod
+    def reader(cls, path: Path) -> Store:
+        """A read-only handle: for the TUI and the CLI, which only look."""
+        return cls(path, read_only=True)
 
     def close(self) -> None:
         self._db.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -162,33 +193,33 @@ class Store:
             raise
         self._db.execute("COMMIT")
 
-    def add_candidate(self, row: CandidateRow) -> bool:
+    def add_candidate(self, candidate: Candidate) -> bool:
         """Insert a candidate; False if one with the same source hash was stored first."""
         with self.transaction() as db:
             cursor = db.execute(
                 "INSERT OR IGNORE INTO candidates VALUES (?,?,?,?,?,?,?,?,?,?)",
                 (
-                    row.id,
-                    row.hash,
-                    row.source,
-                    row.parent_id,
-                    row.agent,
-                    row.role,
-                    row.family,
-                    row.hypothesis,
-                    json.dumps(row.params) if row.params is not None else None,
-                    row.created_at,
+                    candidate.id,
+                    candidate.hash,
+                    candidate.source,
+                    candidate.parent_id,
+                    candidate.agent,
+                    candidate.role,
+                    candidate.family,
+                    candidate.hypothesis,
+                    json.dumps(candidate.params) if candidate.params is not None else None,
+                    candidate.created_at,
                 ),
             )
             return cursor.rowcount == 1
 
-    def candidate_by_hash(self, source_hash: str) -> CandidateRow | None:
+    def candidate_by_hash(self, source_hash: str) -> Candidate | None:
         row = self._db.execute(
             "SELECT id FROM candidates WHERE hash = ?", (source_hash,)
         ).fetchone()
         return self.candidate(row["id"]) if row else None
 
-    def candidate(self, candidate_id: str) -> CandidateRow | None:
+    def candidate(self, candidate_id: str) -> Candidate | None:
         row = self._db.execute("SELECT * FROM candidates WHERE id = ?", (candidate_id,)).fetchone()
         if row is None:
             return None
@@ -199,9 +230,23 @@ class Store:
         ).fetchone()
         return _candidate(row, best)
 
-    def candidates(self) -> list[CandidateRow]:
-        ids = [r["id"] for r in self._db.execute("SELECT id FROM candidates ORDER BY created_at")]
+    def candidates(self, agent: str | None = None) -> list[Candidate]:
+        query, params = "SELECT id FROM candidates", ()
+        if agent is not None:
+            query, params = query + " WHERE agent = ?", (agent,)
+        ids = [r["id"] for r in self._db.execute(query + " ORDER BY created_at", params)]
         return [c for c in (self.candidate(i) for i in ids) if c is not None]
+
+    def unrecorded_candidates(self, agent: str) -> list[Candidate]:
+        """The agent's candidates that no iteration records: the one in flight, or one whose
+        agent died before recording it."""
+        rows = self._db.execute(
+            "SELECT id FROM candidates WHERE agent = ? AND id NOT IN "
+            "(SELECT candidate_id FROM iterations WHERE candidate_id IS NOT NULL) "
+            "ORDER BY created_at",
+            (agent,),
+        )
+        return [c for c in (self.candidate(r["id"]) for r in list(rows)) if c is not None]
 
     def add_evaluation(
         self,
@@ -223,7 +268,7 @@ class Store:
                     stage,
                     report["verdict"],
                     report.get("geomean_ns"),
-                    json.dumps({str(k): v for k, v in spec_means_ns.items()}),
+                    spec_means_to_json(spec_means_ns),
                     report.get("reason", ""),
                     json.dumps(report),
                     time.time(),
@@ -231,54 +276,56 @@ class Store:
             )
             return int(cursor.lastrowid or 0)
 
-    def evaluations(self, candidate_id: str | None = None) -> list[sqlite3.Row]:
+    def evaluations(self, candidate_id: str | None = None) -> list[Evaluation]:
         if candidate_id is None:
-            return list(self._db.execute("SELECT * FROM evaluations ORDER BY id"))
-        query = "SELECT * FROM evaluations WHERE candidate_id = ? ORDER BY id"
-        return list(self._db.execute(query, (candidate_id,)))
+            rows = self._db.execute("SELECT * FROM evaluations ORDER BY id")
+        else:
+            query = "SELECT * FROM evaluations WHERE candidate_id = ? ORDER BY id"
+            rows = self._db.execute(query, (candidate_id,))
+        return [_evaluation(r) for r in rows]
 
-    def record_iteration(
-        self,
-        agent: str,
-        iteration: int,
-        candidate_id: str | None,
-        outcome: str,
-        decision: str,
-        hypothesis: str,
-        reason: str,
-        geomean_ns: float | None,
-        usage: dict,
-    ) -> None:
+    def record_iteration(self, record: Iteration) -> bool:
+        """Store an iteration once; False if that agent's iteration number is already stored
+        (the supervisor and the restarted agent may both record one interrupted iteration)."""
+        comparison = json.dumps(asdict(record.comparison)) if record.comparison else None
         with self.transaction() as db:
-            db.execute(
-                "INSERT INTO iterations VALUES (?,?,?,?,?,?,?,?,?,?)",
+            cursor = db.execute(
+                "INSERT OR IGNORE INTO iterations (agent, iteration, candidate_id, verdict, "
+                "decision, hypothesis, reason, geomean_ns, usage, created_at, parent_id, role, "
+                "goal, spec_means, comparison, evaluated) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
-                    agent,
-                    iteration,
-                    candidate_id,
-                    outcome,
-                    decision,
-                    hypothesis,
-                    reason,
-                    geomean_ns,
-                    json.dumps(usage),
-                    time.time(),
+                    record.agent,
+                    record.iteration,
+                    record.candidate_id,
+                    str(record.verdict),
+                    str(record.decision),
+                    record.hypothesis,
+                    record.reason,
+                    record.geomean_ns,
+                    json.dumps(record.usage),
+                    record.created_at or time.time(),
+                    record.parent_id,
+                    record.role,
+                    record.goal,
+                    spec_means_to_json(record.spec_means_ns),
+                    comparison,
+                    int(record.evaluated),
                 ),
             )
+            return cursor.rowcount == 1
 
     def outcomes(self, agent: str, limit: int | None = None) -> tuple[OutcomeSummary, ...]:
         """The agent's recent iterations, oldest first, as proposers and side questions see them."""
-        rows = self.iterations(agent, limit=limit)
         return tuple(
             OutcomeSummary(
-                iteration=row["iteration"],
-                candidate_id=row["candidate_id"],
-                hypothesis=row["hypothesis"],
-                verdict=row["outcome"],
-                geomean_ns=row["geomean_ns"],
-                reason=(row["reason"] or "")[:300],
+                iteration=record.iteration,
+                candidate_id=record.candidate_id,
+                hypothesis=record.hypothesis,
+                verdict=str(record.verdict),
+                geomean_ns=record.geomean_ns,
+                reason=record.reason[:300],
             )
-            for row in reversed(rows)
+            for record in reversed(self.iterations(agent, limit=limit))
         )
 
     def last_iteration(self, agent: str) -> int:
@@ -287,19 +334,36 @@ class Store:
         ).fetchone()
         return int(row["last"]) if row and row["last"] is not None else 0
 
-    def iterations(self, agent: str | None = None, limit: int | None = None) -> list[sqlite3.Row]:
-        query = "SELECT * FROM iterations"
-        params: tuple = ()
+    def iterations(
+        self, agent: str | None = None, limit: int | None = None, since: float | None = None
+    ) -> list[Iteration]:
+        """Newest first; `since` keeps those recorded after that time."""
+        clauses, params = [], []
         if agent is not None:
-            query += " WHERE agent = ?"
-            params = (agent,)
+            clauses.append("agent = ?")
+            params.append(agent)
+        if since is not None:
+            clauses.append("created_at > ?")
+            params.append(since)
+        query = "SELECT * FROM iterations"
+        if clauses:
+            query += " WHERE " + " AND ".join(clauses)
         query += " ORDER BY created_at DESC"
         if limit is not None:
             query += f" LIMIT {int(limit)}"
-        return list(self._db.execute(query, params))
+        return [_iteration(r) for r in self._db.execute(query, params)]
 
-    def beam(self) -> dict[str, sqlite3.Row]:
-        return {row["role"]: row for row in self._db.execute("SELECT * FROM beam")}
+    def beam(self) -> dict[str, BeamSlot]:
+        return {
+            row["role"]: BeamSlot(
+                role=row["role"],
+                candidate_id=row["candidate_id"],
+                geomean_ns=row["geomean_ns"],
+                protected_until=int(row["protected_until"] or 0),
+                updated_at=row["updated_at"],
+            )
+            for row in self._db.execute("SELECT * FROM beam")
+        }
 
     def set_beam(
         self, role: str, candidate_id: str, geomean_ns: float | None, protected_until: float | None
@@ -336,8 +400,20 @@ class Store:
                 ),
             )
 
-    def promotions(self) -> list[sqlite3.Row]:
-        return list(self._db.execute("SELECT * FROM promotions ORDER BY id"))
+    def promotions(self) -> list[Promotion]:
+        return [
+            Promotion(
+                id=row["id"],
+                candidate_id=row["candidate_id"],
+                commit_sha=row["commit_sha"],
+                geomean_ns=row["geomean_ns"],
+                previous_geomean_ns=row["previous_geomean_ns"],
+                noise=json.loads(row["noise"]),
+                by=row["by"],
+                created_at=row["created_at"],
+            )
+            for row in self._db.execute("SELECT * FROM promotions ORDER BY id")
+        ]
 
     def incumbent_id(self) -> str | None:
         row = self._db.execute(
@@ -359,14 +435,12 @@ class Store:
             )
             return True
 
-    def steering(self, agent: str | None = None) -> list[sqlite3.Row]:
-        if agent is None:
-            return list(self._db.execute("SELECT * FROM steering ORDER BY consumed_at"))
-        return list(
-            self._db.execute(
-                "SELECT * FROM steering WHERE agent = ? ORDER BY consumed_at", (agent,)
-            )
-        )
+    def steering(self, agent: str | None = None) -> list[SteeringRecord]:
+        query, params = "SELECT * FROM steering", ()
+        if agent is not None:
+            query, params = query + " WHERE agent = ?", (agent,)
+        rows = self._db.execute(query + " ORDER BY consumed_at", params)
+        return [SteeringRecord(**dict(r)) for r in rows]
 
     def add_profile(
         self,
@@ -392,26 +466,47 @@ class Store:
                 ),
             )
 
-    def profiles(self, candidate_id: str | None = None) -> list[sqlite3.Row]:
-        if candidate_id is None:
-            return list(self._db.execute("SELECT * FROM profiles ORDER BY id"))
-        query = "SELECT * FROM profiles WHERE candidate_id = ? ORDER BY id"
-        return list(self._db.execute(query, (candidate_id,)))
+    def profiles(self, candidate_id: str | None = None) -> list[ProfileRecord]:
+        query, params = "SELECT * FROM profiles", ()
+        if candidate_id is not None:
+            query, params = query + " WHERE candidate_id = ?", (candidate_id,)
+        return [
+            ProfileRecord(**{**dict(r), "ok": bool(r["ok"]), "summary": json.loads(r["summary"])})
+            for r in self._db.execute(query + " ORDER BY id", params)
+        ]
 
-    def add_side_question(self, agent: str, question: str, answer: str, source: str) -> None:
+    def add_side_question(
+        self, agent: str, question: str, answer: str, source: str, usage: dict[str, float]
+    ) -> None:
         with self.transaction() as db:
             db.execute(
-                "INSERT INTO side_questions (agent, question, answer, source, created_at) "
-                "VALUES (?,?,?,?,?)",
-                (agent, question, answer, source, time.time()),
+                "INSERT INTO side_questions (agent, question, answer, source, created_at, usage) "
+                "VALUES (?,?,?,?,?,?)",
+                (agent, question, answer, source, time.time(), json.dumps(usage)),
             )
 
+    def side_questions(self, agent: str | None = None) -> list[SideQuestionRecord]:
+        query, params = "SELECT * FROM side_questions", ()
+        if agent is not None:
+            query, params = query + " WHERE agent = ?", (agent,)
+        return [
+            SideQuestionRecord(**{**dict(r), "usage": json.loads(r["usage"])})
+            for r in self._db.execute(query + " ORDER BY id", params)
+        ]
 
-def _candidate(row: sqlite3.Row, best: sqlite3.Row | None) -> CandidateRow:
-    means = None
-    if best is not None:
-        means = {int(k): v for k, v in json.loads(best["spec_means"]).items()}
-    return CandidateRow(
+
+def _migrate(db: sqlite3.Connection) -> None:
+    for table, steps in MIGRATIONS.items():
+        columns = {r["name"] for r in db.execute(f"PRAGMA table_info({table})")}
+        for action, name, spec in steps:
+            if action == "RENAME" and name in columns and spec not in columns:
+                db.execute(f"ALTER TABLE {table} RENAME COLUMN {name} TO {spec}")
+            elif action == "ADD" and name not in columns:
+                db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {spec}")
+
+
+def _candidate(row: sqlite3.Row, best: sqlite3.Row | None) -> Candidate:
+    return Candidate(
         id=row["id"],
         hash=row["hash"],
         source=row["source"],
@@ -422,7 +517,45 @@ def _candidate(row: sqlite3.Row, best: sqlite3.Row | None) -> CandidateRow:
         hypothesis=row["hypothesis"],
         params=json.loads(row["params"]) if row["params"] else None,
         created_at=row["created_at"],
-        verdict=best["verdict"] if best else None,
+        verdict=Verdict(best["verdict"]) if best else None,
         geomean_ns=best["geomean_ns"] if best else None,
-        spec_means_ns=means,
+        spec_means_ns=spec_means_from_json(best["spec_means"]) if best else None,
+    )
+
+
+def _evaluation(row: sqlite3.Row) -> Evaluation:
+    return Evaluation(
+        id=row["id"],
+        candidate_id=row["candidate_id"],
+        agent=row["agent"],
+        iteration=row["iteration"],
+        stage=row["stage"],
+        verdict=Verdict(row["verdict"]),
+        geomean_ns=row["geomean_ns"],
+        spec_means_ns=spec_means_from_json(row["spec_means"]),
+        reason=row["reason"],
+        report=json.loads(row["report"]),
+        created_at=row["created_at"],
+    )
+
+
+def _iteration(row: sqlite3.Row) -> Iteration:
+    comparison = json.loads(row["comparison"]) if row["comparison"] else None
+    return Iteration(
+        agent=row["agent"],
+        iteration=row["iteration"],
+        verdict=Verdict(row["verdict"]),
+        decision=Decision(row["decision"]),
+        candidate_id=row["candidate_id"],
+        parent_id=row["parent_id"],
+        role=row["role"],
+        hypothesis=row["hypothesis"],
+        reason=row["reason"],
+        goal=row["goal"],
+        geomean_ns=row["geomean_ns"],
+        spec_means_ns=spec_means_from_json(row["spec_means"]),
+        usage=json.loads(row["usage"]),
+        comparison=Comparison(**comparison) if comparison else None,
+        evaluated=bool(row["evaluated"]),
+        created_at=row["created_at"],
     )

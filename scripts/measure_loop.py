@@ -37,12 +37,12 @@ def measure(agents: int, minutes: float, suite: str, device: str) -> dict[str, f
             fleet.stop(name)
         fleet.wait_stopped(fleet.names(), 900)
         elapsed_min = (time.monotonic() - started) / 60
-        store = Store(paths.store)
+        store = Store.reader(paths.store)
         rows = store.evaluations()
         iterations = sum(len(store.iterations(n)) for n in fleet.names())
         wall = kernel = 0.0
         for row in rows:
-            report = json.loads(row["report"])
+            report = row.report
             wall += report.get("phases_s", {}).get("wall", 0.0)
             for spec in report.get("specs", []):
                 stats = spec.get("stats")

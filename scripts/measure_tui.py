@@ -33,7 +33,8 @@ import psutil
 from qrsup.agents.heartbeat import Beat, read_beat, write_beat
 from qrsup.agents.records import AgentLog, append_event
 from qrsup.agents.session import AgentSpec, RunPaths, SessionConfig, load_session, save_session
-from qrsup.agents.store import CandidateRow, Store
+from qrsup.agents.store import Store
+from qrsup.kernels.schema import Candidate, Decision, Iteration, Verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 AGENT_MARK = "qrsup.agents.agent_main"  # in a writer's argv, so the fleet takes it for the agent
@@ -90,13 +91,14 @@ def record_candidate(paths: RunPaths, store: Store, agent: str, number: int) -> 
     cid = f"c-{agent}-{number:04d}"
     geomean = 40e6 * (1 + 0.2 * ((number * 7919) % 11) / 11)
     source = f"PANEL = {number}\n"
-    row = CandidateRow(cid, cid, source, None, agent, "exploit", "blocked_wy", "panel", None,
+    row = Candidate(cid, cid, source, None, agent, "exploit", "blocked_wy", "panel", None,
                        time.time())  # fmt: skip
     store.add_candidate(row)
     means = dict.fromkeys(range(7), geomean)
     store.add_evaluation(cid, agent, number, "full", {"verdict": "pass", "geomean_ns": geomean,
                                                      "reason": ""}, means)  # fmt: skip
-    store.record_iteration(agent, number, cid, "pass", "beam exploit", "panel", "", geomean, {})
+    record = Iteration(agent, number, Verdict.PASS, Decision.BEAM_EXPLOIT, cid, geomean_ns=geomean)
+    store.record_iteration(record)
     append_event(paths.events(agent), {"event": "iteration", "agent": agent, "iteration": number})
 
 

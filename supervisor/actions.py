@@ -6,22 +6,24 @@ mistake the person can make (an unknown agent, a bad goal, a failed candidate).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from qrsup.agents.advisor import build_advisor
 from qrsup.agents.evaluation import Evaluator
 from qrsup.agents.goals import GoalError, parse_goal
 from qrsup.agents.promotion import promote
+from qrsup.agents.proposal import ParentCandidate
 from qrsup.agents.proposers.chat import ModelConfig
+from qrsup.agents.records import append_event
 from qrsup.agents.session import AgentSpec, SessionError
 from qrsup.agents.side_questions import AgentRecords, SideAnswer, SideQuestions
-from qrsup.agents.store import Store
+from qrsup.agents.store import Store, StoreError
+from qrsup.kernels.schema import Actor, EventKind, Progress
 from qrsup.kernels.suites import get_suite
 from qrsup.supervisor.fleet import Fleet, FleetError
 
-Progress = Callable[[dict], None]
+STOP_WAIT_S = 120.0  # an evaluation in flight finishes first
 
 
 @dataclass(frozen=True)
@@ -62,20 +64,36 @@ def set_goal(fleet: Fleet, agent: str, goal: str) -> ActionResult:
 
 
 def pause(fleet: Fleet, agent: str) -> ActionResult:
-    return _message(fleet, agent, "pause", "pauses after its evaluation in flight")
-
-
-def resume(fleet: Fleet, agent: str) -> ActionResult:
-    return _message(fleet, agent, "resume", "resumes at its next boundary")
-
-
-def _message(fleet: Fleet, agent: str, kind: str, effect: str) -> ActionResult:
+    """A person's pause: taken at the boundary, and held across relaunches until resumed."""
     if error := _known(fleet, agent):
         return error
     if not fleet.is_running(agent):
         return ActionResult(False, f"{agent} is not running")
-    fleet.send(agent, kind)
-    return ActionResult(True, f"{agent} {effect}")
+    fleet.pause(agent, Actor.HUMAN, "paused by a person")
+    return ActionResult(True, f"{agent} pauses after its evaluation in flight")
+
+
+def resume(fleet: Fleet, agent: str) -> ActionResult:
+    """Resume a paused agent, or start again one a person held (killed, stopped, paused)."""
+    if error := _known(fleet, agent):
+        return error
+    pid = fleet.resume(agent, Actor.HUMAN, "resumed by a person")
+    if pid is None:
+        return ActionResult(True, f"{agent} resumes at its next boundary")
+    return ActionResult(True, f"{agent} started again (pid {pid}); it continues from its record")
+
+
+def stop_session(fleet: Fleet) -> ActionResult:
+    """Stop every agent of the session with its judge; they stay stopped until resumed."""
+    running = [n for n in fleet.names() if fleet.is_running(n)]
+    for name in fleet.names():
+        fleet.stop(name, Actor.HUMAN, "qrsup stop")
+    left = fleet.wait_stopped(running, STOP_WAIT_S)
+    for name in left:
+        fleet.kill(name, Actor.HUMAN, f"still running {STOP_WAIT_S:g} s after qrsup stop")
+    stopped = ", ".join(running) or "none was running"
+    killed = f"; killed {', '.join(left)}, which did not stop in time" if left else ""
+    return ActionResult(True, f"stopped: {stopped}{killed}; qrsup resume NAME starts one again")
 
 
 def advise(fleet: Fleet, agent: str) -> ActionResult:
@@ -83,11 +101,12 @@ def advise(fleet: Fleet, agent: str) -> ActionResult:
     if error := _known(fleet, agent):
         return error
     advisor = build_advisor(fleet.session.agent(agent), fleet.session, fleet.paths)
-    store = Store(fleet.paths.store)
     try:
-        advice = advisor.advise(store.outcomes(agent))
+        with Store.reader(fleet.paths.store) as store:
+            advice = advisor.advise(store.outcomes(agent))
+    except StoreError as exc:
+        return ActionResult(False, str(exc))
     finally:
-        store.close()
         advisor.close()
     if not advice.ideas:
         return ActionResult(False, f"the advisor has no idea for {agent}: {advice.note}")
@@ -103,15 +122,15 @@ def advise(fleet: Fleet, agent: str) -> ActionResult:
 def kill(fleet: Fleet, agent: str) -> ActionResult:
     if error := _known(fleet, agent):
         return error
-    if not fleet.kill(agent):
+    if not fleet.kill(agent, Actor.HUMAN, "killed by a person"):
         return ActionResult(False, f"{agent} is not running")
-    return ActionResult(True, f"{agent} killed with its judge processes")
+    return ActionResult(True, f"{agent} killed with its judge processes; it stays stopped")
 
 
 def restart(fleet: Fleet, agent: str) -> ActionResult:
     if error := _known(fleet, agent):
         return error
-    pid = fleet.restart(agent)
+    pid = fleet.restart(agent, Actor.HUMAN, "restarted by a person")
     return ActionResult(True, f"{agent} restarted (pid {pid}); it continues from its last record")
 
 
@@ -159,23 +178,21 @@ def ask(fleet: Fleet, agent: str, question: str) -> Future[SideAnswer] | ActionR
         return error
     spec = fleet.session.agent(agent)
     model = ModelConfig.from_mapping(spec.model) if spec.model else None
-    store = Store(fleet.paths.store)
     try:
-        records = agent_records(fleet, store, agent)
-    finally:
-        store.close()
+        with Store.reader(fleet.paths.store) as store:
+            records = agent_records(fleet, store, agent)
+    except StoreError as exc:
+        return ActionResult(False, str(exc))
     return SideQuestions(model).ask(question, records)
 
 
 def record_answer(fleet: Fleet, agent: str, answer: SideAnswer) -> None:
-    store = Store(fleet.paths.store)
-    try:
-        record = answer.to_record()
-        store.add_side_question(
-            agent, str(record["question"]), str(record["answer"]), str(record["source"])
-        )
-    finally:
-        store.close()
+    """The answer and its cost in the store, and a `side_question` event in the agent's records."""
+    with Store(fleet.paths.store) as store:
+        usage = asdict(answer.usage)
+        store.add_side_question(agent, answer.question, answer.answer, answer.source, usage)
+    event = {"event": str(EventKind.SIDE_QUESTION), "agent": agent, **answer.to_record()}
+    append_event(fleet.paths.events(agent), event)
 
 
 def agent_records(fleet: Fleet, store: Store, agent: str) -> AgentRecords:
@@ -194,7 +211,7 @@ def agent_records(fleet: Fleet, store: Store, agent: str) -> AgentRecords:
         role=spec.role,
         goal=status.goal,
         state=state,
-        candidate=current.as_parent() if current else None,
+        candidate=ParentCandidate.of(current) if current else None,
         parent_source=parent.source if parent else "",
         recent=recent,
         spec_labels=tuple(s.label for s in get_suite(fleet.session.suite).benchmarks),

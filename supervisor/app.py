@@ -13,14 +13,16 @@ from dataclasses import dataclass
 from functools import partial
 from typing import ClassVar
 
+from qrsup.agents.lifecycle import Desired
 from qrsup.agents.session import AgentSpec
 from qrsup.agents.side_questions import SideAnswer
+from qrsup.kernels.schema import Actor, ProgressUpdate
 from qrsup.kernels.suites import get_suite
 from qrsup.supervisor import actions
 from qrsup.supervisor.actions import ActionResult
 from qrsup.supervisor.board import read_diff
 from qrsup.supervisor.fleet import Fleet
-from qrsup.supervisor.messages import DiffRead
+from qrsup.supervisor.messages import DeathsUnrecorded, DiffRead
 from qrsup.supervisor.widgets.add_agent_dialog import AddAgentDialog
 from qrsup.supervisor.widgets.choice_dialog import Choice, ChoiceDialog
 from qrsup.supervisor.widgets.format import ms
@@ -53,7 +55,7 @@ class ActionFinished(Message):
 class PromotionProgressed(Message):
     """The judge reported progress on a promotion's revalidation."""
 
-    frame: dict
+    update: ProgressUpdate
 
     def can_replace(self, message: Message) -> bool:
         return isinstance(message, PromotionProgressed)
@@ -132,7 +134,7 @@ class SupervisorApp(App[str]):
         self.main.sampler.poke()
 
     def on_promotion_progressed(self, message: PromotionProgressed) -> None:
-        self.main.query_one(PromotionBar).advance(message.frame)
+        self.main.query_one(PromotionBar).advance(message.update)
 
     def on_promotion_finished(self, message: PromotionFinished) -> None:
         self.main.query_one(PromotionBar).end()
@@ -153,6 +155,14 @@ class SupervisorApp(App[str]):
         title = f"diff · {message.candidate_id} vs {message.parent_id or 'nothing'}"
         text = diff_content(message.diff) if message.diff else Content("same source as its parent")
         self.push_screen(TextScreen(title, text))
+
+    def on_deaths_unrecorded(self, message: DeathsUnrecorded) -> None:
+        self._in_thread(self._record_deaths, "deaths", "recording agent deaths", exclusive=True)
+
+    def _record_deaths(self) -> None:
+        with self._fleet_lock:
+            self.fleet.notice_deaths()
+        self.main.sampler.poke()
 
     def on_stop_sent(self, message: StopSent) -> None:
         self.exit("stopped")
@@ -324,7 +334,7 @@ class SupervisorApp(App[str]):
         self.main.query_one(PromotionBar).begin(candidate_id)
 
         def work() -> None:
-            progress = lambda frame: self.post_message(PromotionProgressed(frame))  # noqa: E731
+            progress = lambda update: self.post_message(PromotionProgressed(update))  # noqa: E731
             result = actions.promote_candidate(self.fleet, candidate_id, progress)
             self.post_message(PromotionFinished(result))
 
@@ -351,7 +361,7 @@ class SupervisorApp(App[str]):
         with self._fleet_lock:
             for name in names:
                 if self.fleet.is_running(name):
-                    self.fleet.stop(name)
+                    self.fleet.stop(name, Actor.HUMAN, "the TUI quit with stop them", Desired.QUIT)
         self.post_message(StopSent(names))
 
     def _report(self, result: ActionResult) -> None:

@@ -6,7 +6,8 @@ import difflib
 from dataclasses import dataclass
 from pathlib import Path
 
-from qrsup.agents.store import CandidateRow, Store
+from qrsup.agents.store import Store
+from qrsup.kernels.schema import Candidate, Verdict
 from qrsup.supervisor.messages import DiffRead
 
 RECENT_ITERATIONS = 64
@@ -87,31 +88,34 @@ class BoardReader:
         self._since = 0.0
 
     def read(self) -> Board:
-        """Open the store on first use: SQLite connections belong to the thread that opened them."""
-        store = self._store = self._store or Store(self.store_path)
-        rows = store.iterations(limit=RECENT_ITERATIONS if self._since else None)
-        fresh = [r for r in rows if r["created_at"] > self._since]
-        if self._since and len(fresh) == RECENT_ITERATIONS:
-            fresh = [r for r in store.iterations() if r["created_at"] > self._since]
-        for row in reversed(fresh):
-            if row["candidate_id"] and row["outcome"] != "duplicate":
-                self._load(store, row["candidate_id"], row["outcome"], row["decision"])
-            self._since = max(self._since, row["created_at"])
+        """Open the store read-only on first use (SQLite connections belong to the thread that
+        opened them); before any agent created it, the board is empty."""
+        if self._store is None and not self.store_path.exists():
+            return Board(spec_labels=self.spec_labels)
+        store = self._store = self._store or Store.reader(self.store_path)
+        since = self._since or None
+        fresh = store.iterations(limit=None if since is None else RECENT_ITERATIONS, since=since)
+        if since is not None and len(fresh) == RECENT_ITERATIONS:
+            fresh = store.iterations(since=since)
+        for record in reversed(fresh):
+            if record.candidate_id and record.verdict != Verdict.DUPLICATE:
+                self._load(store, record.candidate_id, record.verdict, record.decision)
+            self._since = max(self._since, record.created_at)
         beam = store.beam()
         promotions = store.promotions()
         incumbent = promotions[-1] if promotions else None
-        held = [r["candidate_id"] for r in beam.values()]
-        for candidate_id in [*held, *([incumbent["candidate_id"]] if incumbent else [])]:
+        held = [slot.candidate_id for slot in beam.values()]
+        for candidate_id in [*held, *([incumbent.candidate_id] if incumbent else [])]:
             known = self._entries.get(candidate_id)
             if known is None or known.geomean_ns is None:  # the incumbent is evaluated after
                 self._load(store, candidate_id, "", "")
-        incumbent_entry = self._entries.get(incumbent["candidate_id"]) if incumbent else None
+        incumbent_entry = self._entries.get(incumbent.candidate_id) if incumbent else None
         self.last = Board(
             entries=tuple(self._entries.values()),
-            beam=tuple((role, r["candidate_id"], r["geomean_ns"]) for role, r in beam.items()),
-            incumbent_id=incumbent["candidate_id"] if incumbent else None,
-            incumbent_commit=incumbent["commit_sha"] if incumbent else None,
-            incumbent_geomean_ns=(incumbent["geomean_ns"] if incumbent else None)
+            beam=tuple((role, s.candidate_id, s.geomean_ns) for role, s in beam.items()),
+            incumbent_id=incumbent.candidate_id if incumbent else None,
+            incumbent_commit=incumbent.commit_sha if incumbent else None,
+            incumbent_geomean_ns=(incumbent.geomean_ns if incumbent else None)
             or (incumbent_entry.geomean_ns if incumbent_entry else None),
             spec_labels=self.spec_labels,
         )
@@ -127,7 +131,7 @@ class BoardReader:
             self._entries[candidate_id] = _entry(row, outcome, decision)
 
 
-def _entry(row: CandidateRow, outcome: str, decision: str) -> LeaderEntry:
+def _entry(row: Candidate, outcome: str, decision: str) -> LeaderEntry:
     """The iteration's outcome overrides a passing full stage it later failed (its re-timing)."""
     failed_later = row.verdict == "pass" and outcome not in ("", "pass")
     return LeaderEntry(
@@ -147,12 +151,9 @@ def _entry(row: CandidateRow, outcome: str, decision: str) -> LeaderEntry:
 
 def read_diff(store_path: Path, candidate_id: str) -> DiffRead:
     """Read both sources from the store (on the caller's thread) and diff them."""
-    store = Store(store_path)
-    try:
+    with Store.reader(store_path) as store:
         row = store.candidate(candidate_id)
         parent = store.candidate(row.parent_id) if row and row.parent_id else None
-    finally:
-        store.close()
     if row is None:
         return DiffRead(candidate_id, None, "")
     lines = difflib.unified_diff(

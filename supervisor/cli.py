@@ -57,6 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     status = session_verb("status", help="the agents, beam and incumbent of a session")
     _session_options(status)
+    stop = session_verb("stop", help="stop every agent of a session (until resumed)")
+    _session_options(stop)
     for name, help_text, extra in (
         ("steer", "send steering text to an agent", "text"),
         ("goal", "give an agent a new goal", "goal"),

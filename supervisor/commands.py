@@ -8,6 +8,7 @@ from concurrent.futures import Future
 from qrsup.agents.records import format_ms
 from qrsup.agents.session import SessionError
 from qrsup.agents.store import Store
+from qrsup.kernels.schema import Verdict
 from qrsup.supervisor import actions
 from qrsup.supervisor.errors import UsageError
 from qrsup.supervisor.fleet import Fleet, FleetError, find_session
@@ -66,7 +67,10 @@ def _fleet(args: argparse.Namespace) -> Fleet:
 def dispatch(args: argparse.Namespace, console: Console) -> int:
     fleet = _fleet(args)
     if args.command == "status":
+        fleet.notice_deaths()
         console.print(status_table(fleet))
+        if interrupted := interrupted_table(fleet):
+            console.print(interrupted)
         return 0
     if args.command == "ask":
         return _ask(fleet, args.agent, " ".join(args.question), console)
@@ -76,6 +80,8 @@ def dispatch(args: argparse.Namespace, console: Console) -> int:
         result = actions.set_goal(fleet, args.agent, " ".join(args.goal))
     elif args.command == "promote":
         result = actions.promote_candidate(fleet, args.candidate)
+    elif args.command == "stop":
+        result = actions.stop_session(fleet)
     else:
         verb = {
             "pause": actions.pause,
@@ -103,7 +109,19 @@ def _ask(fleet: Fleet, agent: str, question: str, console: Console) -> int:
 def status_table(fleet: Fleet) -> Table:
     """Agents with their state, and the beam and incumbent from the store."""
     table = Table(title=f"session {fleet.session.name}", title_justify="left")
-    for column in ("agent", "role", "proposer", "state", "it", "best", "last", "heartbeat", "goal"):
+    columns = (
+        "agent",
+        "role",
+        "proposer",
+        "state",
+        "why",
+        "it",
+        "best",
+        "last",
+        "heartbeat",
+        "goal",
+    )
+    for column in columns:
         table.add_column(column)
     for s in fleet.statuses():
         age = f"{s.heartbeat_age_s:.0f}s" if s.heartbeat_age_s is not None else "—"
@@ -112,24 +130,39 @@ def status_table(fleet: Fleet) -> Table:
             s.role,
             s.proposer,
             s.state,
+            s.detail if not s.alive else "",
             str(s.iteration),
             format_ms(s.best_geomean_ns),
             s.last_verdict or "—",
             age,
             s.goal,
         )
-    store = Store(fleet.paths.store)
-    try:
+    if not fleet.paths.store.exists():
+        return table
+    with Store.reader(fleet.paths.store) as store:
         incumbent = store.candidate(store.incumbent_id() or "")
         beam = store.beam()
-        if incumbent is not None:
-            table.caption = (
-                f"incumbent {incumbent.id} · {format_ms(incumbent.geomean_ns)}"
-                + "".join(
-                    f" · {role} {row['candidate_id']} {format_ms(row['geomean_ns'])}"
-                    for role, row in beam.items()
-                )
-            )
-    finally:
-        store.close()
+    if incumbent is not None:
+        table.caption = f"incumbent {incumbent.id} · {format_ms(incumbent.geomean_ns)}" + "".join(
+            f" · {role} {slot.candidate_id} {format_ms(slot.geomean_ns)}"
+            for role, slot in beam.items()
+        )
+    return table
+
+
+def interrupted_table(fleet: Fleet, limit: int = 10) -> Table | None:
+    """The latest iterations cut off by an agent's death, with the candidate each left behind."""
+    if not fleet.paths.store.exists():
+        return None
+    with Store.reader(fleet.paths.store) as store:
+        cut = [r for r in store.iterations() if r.verdict == Verdict.INTERRUPTED][:limit]
+    if not cut:
+        return None
+    table = Table(title="interrupted (newest first)", title_justify="left")
+    for column in ("agent", "it", "candidate", "reason"):
+        table.add_column(column)
+    for record in cut:
+        table.add_row(
+            record.agent, str(record.iteration), record.candidate_id or "—", record.reason
+        )
     return table

@@ -4,27 +4,46 @@ Each agent is its own process group and session, so it outlives the supervisor t
 a relaunched supervisor finds it again through its pid file and heartbeat. Pause and stop are
 messages taken at the iteration boundary (a frozen judge would corrupt its own timing
 accounting); kill is immediate and takes the agent's judge processes with it.
+
+Every action is recorded with who took it and why (qrsup.agents.lifecycle), and a person's
+decision holds across relaunches: a relaunch starts only agents that should run, and leaves an
+agent that died too often stopped. A death the supervisor notices is recorded at once.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
 from qrsup.agents import inbox
-from qrsup.agents.heartbeat import read_beat, write_beat
+from qrsup.agents.heartbeat import Beat, read_beat, write_beat
+from qrsup.agents.lifecycle import (
+    CRASH_LOOP_DEATHS,
+    CRASH_LOOP_WINDOW_S,
+    ENDED_STATES,
+    Desired,
+    deaths_within,
+    decide,
+    note,
+    read_control,
+    record_death,
+)
 from qrsup.agents.session import AgentSpec, RunPaths, SessionConfig, load_session, save_session
+from qrsup.agents.store import Store
 from qrsup.kernels.judge.processes import kill_tree
+from qrsup.kernels.schema import Actor, Lifecycle
 from qrsup.supervisor.leases import GpuLeases, LeaseError, parse_gpus
 
 STALE_HEARTBEAT_S = 30.0
+UNRECORDED = "its death is not recorded yet"
 
 
 REVALIDATION_HOLDER = "revalidation"  # the lease a person's promotion holds while it re-judges
@@ -67,6 +86,7 @@ class Fleet:
     ) -> None:
         self.paths = paths
         self._children: dict[str, subprocess.Popen] = {}
+        self._exit_codes: dict[str, int] = {}
         self._visible_gpus = visible_gpus
 
     def leases(self) -> GpuLeases:
@@ -123,12 +143,14 @@ class Fleet:
     def is_running(self, name: str) -> bool:
         return self.pid(name) is not None
 
-    def start(self, name: str) -> int:
-        """Start the agent unless it runs already; an agent on `cuda` leases a GPU first."""
+    def start(self, name: str, by: Actor = Actor.HUMAN, reason: str = "") -> int:
+        """Start the agent unless it runs already (it should run from now on); an agent on
+        `cuda` leases a GPU first."""
         spec = self.session.agent(name)
         existing = self.pid(name)
         if existing is not None:
             return existing
+        decide(self.paths, name, Lifecycle.START, Desired.RUN, by, reason)
         self.paths.ensure(name)
         device = spec.device
         if device == "cuda":
@@ -148,49 +170,123 @@ class Fleet:
         log.close()
         self._children[name] = process
         self.paths.pid_file(name).write_text(str(process.pid))
+        # Alive from now on, as far as the records go: a death before the agent's own first
+        # heartbeat is still noticed and recorded.
+        last = read_beat(self.paths.heartbeat(name))
+        iteration = last.iteration if last else 0
+        starting = Beat(process.pid, "starting", iteration, time.time(), goal=spec.goal)
+        write_beat(self.paths.heartbeat(name), starting)
         if spec.device == "cuda":
             self.leases().bind(name, process.pid)
         return process.pid
 
-    def start_all(self) -> dict[str, int]:
-        return {name: self.start(name) for name in self.names()}
+    def start_all(self, reason: str = "the session was launched") -> dict[str, int]:
+        """Start the agents that should run: not those a person killed, paused or stopped, nor
+        one that died too often (left stopped, with the reason). Deaths are recorded first."""
+        self.notice_deaths()
+        started = {}
+        for name in self.names():
+            if self.is_running(name) or not read_control(self.paths, name).desired.starts_on_launch:
+                continue
+            deaths = deaths_within(self.paths, name)
+            if deaths >= CRASH_LOOP_DEATHS:
+                why = f"died {deaths} times within {CRASH_LOOP_WINDOW_S / 60:g} minutes"
+                decide(self.paths, name, Lifecycle.STOP, Desired.CRASH_LOOP, Actor.SUPERVISOR, why)
+                continue
+            started[name] = self.start(name, Actor.SUPERVISOR, reason)
+        return started
+
+    def notice_deaths(self) -> list[str]:
+        """Record each agent whose process ended while its heartbeat says it was working; the
+        names of those recorded now."""
+        noticed = []
+        for name in self.names():
+            beat = read_beat(self.paths.heartbeat(name))
+            if beat is None or beat.state in ENDED_STATES or self.is_running(name):
+                continue
+            role, how = self.session.agent(name).role, self._exit(name)
+            with Store(self.paths.store) as store:
+                if record_death(self.paths, store, name, role, how, Actor.SUPERVISOR):
+                    noticed.append(name)
+        return noticed
+
+    def _exit(self, name: str) -> str:
+        """How the agent's process ended, when this supervisor started it."""
+        self._reap(name)
+        code = self._exit_codes.pop(name, None)
+        if code is None:
+            return "exit status unknown (no supervisor was its parent)"
+        if code < 0:
+            return f"killed by {signal.Signals(-code).name}"
+        return f"exited with status {code}"
 
     def send(self, name: str, kind: str, text: str = "", sender: str = "human") -> inbox.Message:
         """Drop a message in the agent's inbox; it is taken at the next iteration boundary."""
         self.session.agent(name)
         return inbox.send(self.paths.inbox(name), kind, text, sender)
 
-    def stop(self, name: str) -> None:
-        """Ask the agent to finish its evaluation in flight, record it, and exit."""
-        self.send(name, "stop", sender="supervisor")
+    def stop(
+        self,
+        name: str,
+        by: Actor = Actor.HUMAN,
+        reason: str = "",
+        desired: Desired = Desired.STOPPED,
+    ) -> None:
+        """Ask the agent to finish its evaluation in flight, record it, and exit; it stays
+        stopped until a person starts it (or, for `Desired.QUIT`, until a relaunch)."""
+        decide(self.paths, name, Lifecycle.STOP, desired, by, reason)
+        self.send(name, "stop", sender=str(by))
         pid = self.pid(name)
         if pid is not None:
             os.kill(pid, 15)
 
-    def kill(self, name: str) -> bool:
-        """Kill the agent and everything it started (its judge) at once; False if not running."""
+    def pause(self, name: str, by: Actor = Actor.HUMAN, reason: str = "") -> None:
+        """Pause at the next boundary; a relaunch leaves it paused until a person resumes it."""
+        decide(self.paths, name, Lifecycle.PAUSE, Desired.PAUSED, by, reason)
+        self.send(name, "pause", reason, sender=str(by))
+
+    def resume(self, name: str, by: Actor = Actor.HUMAN, reason: str = "") -> int | None:
+        """Resume a paused agent, or start one that was held (killed, stopped, paused while
+        down); the pid of a process started now, else None."""
+        decide(self.paths, name, Lifecycle.RESUME, Desired.RUN, by, reason)
+        if self.is_running(name):
+            self.send(name, "resume", reason, sender=str(by))
+            return None
+        return self.start(name, by, reason or "resumed")
+
+    def kill(
+        self,
+        name: str,
+        by: Actor = Actor.HUMAN,
+        reason: str = "",
+        desired: Desired = Desired.KILLED,
+    ) -> bool:
+        """Kill the agent and everything it started (its judge) at once; False if not running.
+        A person's kill holds across relaunches (unless `desired` says otherwise)."""
         self.session.agent(name)
         pid = self.pid(name)
         if pid is None:
             return False
+        decide(self.paths, name, Lifecycle.KILL, desired, by, reason)
         kill_tree(pid)
         self._reap(name)
         if self.session.agent(name).device == "cuda":
             self.leases().release(name)
-        beat = read_beat(self.paths.heartbeat(name))
-        if beat is not None:
-            killed = replace(beat, state="stopped", detail="killed", updated_at=time.time())
-            write_beat(self.paths.heartbeat(name), killed)
+        with Store(self.paths.store) as store:
+            role = self.session.agent(name).role
+            record_death(self.paths, store, name, role, f"killed by {by}", Actor(by))
         return True
 
-    def restart(self, name: str) -> int:
-        self.kill(name)
-        return self.start(name)
+    def restart(self, name: str, by: Actor = Actor.HUMAN, reason: str = "") -> int:
+        """Kill and start again; it continues from its last record."""
+        note(self.paths, name, Lifecycle.RESTART, by, reason)
+        self.kill(name, by, "restarting")
+        return self.start(name, by, reason or "restarted")
 
-    def add(self, spec: AgentSpec) -> int:
+    def add(self, spec: AgentSpec, by: Actor = Actor.HUMAN) -> int:
         """Add an agent to the session and start it."""
         save_session(self.paths, self.session.with_agent(spec))
-        return self.start(spec.name)
+        return self.start(spec.name, by, "added to the session")
 
     def wait_stopped(self, names: list[str], timeout_s: float) -> list[str]:
         """Wait until the agents have exited; returns those still running at the deadline."""
@@ -209,12 +305,9 @@ class Fleet:
         self._reap(name)
         pid = self.pid(name)
         alive = pid is not None
-        if beat is None:
-            state = "starting" if alive else "stopped"
-        elif not alive and beat.state not in ("stopped", "crashed"):
-            state = "crashed"  # it died without saying so; a kill by the fleet says "stopped"
-        else:
-            state = beat.state
+        state, detail = (beat.state, beat.detail) if beat else ("starting", "")
+        if not alive:
+            state, detail = self._at_rest(name, beat)
         age = time.time() - beat.updated_at if beat else None
         return AgentStatus(
             name=name,
@@ -228,8 +321,21 @@ class Fleet:
             heartbeat_age_s=age,
             best_geomean_ns=beat.best_geomean_ns if beat else None,
             last_verdict=beat.last_verdict if beat else None,
-            detail=beat.detail if beat else "",
+            detail=detail,
         )
+
+    def _at_rest(self, name: str, beat: Beat | None) -> tuple[str, str]:
+        """(state, detail) of an agent with no process: what a person decided, else how it
+        ended (a death not yet recorded shows as `died`)."""
+        control = read_control(self.paths, name)
+        if control.desired not in (Desired.RUN, Desired.QUIT):
+            why = f": {control.reason}" if control.reason else ""
+            return str(control.desired), f"by {control.by}{why}"
+        if beat is None:
+            return "stopped", ""
+        if beat.state in ENDED_STATES:
+            return beat.state, beat.detail
+        return "died", UNRECORDED
 
     def statuses(self) -> list[AgentStatus]:
         return [self.status(name) for name in self.names()]
@@ -237,6 +343,7 @@ class Fleet:
     def _reap(self, name: str) -> None:
         child = self._children.get(name)
         if child is not None and child.poll() is not None:
+            self._exit_codes[name] = child.returncode
             del self._children[name]
 
 

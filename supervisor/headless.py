@@ -6,7 +6,9 @@ import signal
 import time
 from types import FrameType
 
+from qrsup.agents.lifecycle import Desired
 from qrsup.agents.records import format_ms
+from qrsup.kernels.schema import Actor
 from qrsup.supervisor.event_tail import EventTail
 from qrsup.supervisor.fleet import Fleet
 from rich.console import Console
@@ -58,11 +60,11 @@ def run_headless(fleet: Fleet, console: Console) -> int:
             console.print("stopping agents: evaluations in flight finish; Ctrl-C again to kill")
             for name in names:
                 if fleet.is_running(name):
-                    fleet.stop(name)
+                    fleet.stop(name, Actor.HUMAN, "Ctrl-C in run --headless", Desired.QUIT)
         else:
             console.print("killing agents")
             for name in names:
-                fleet.kill(name)
+                fleet.kill(name, Actor.HUMAN, "Ctrl-C twice in run --headless", Desired.QUIT)
 
     previous = signal.signal(signal.SIGINT, on_interrupt)
     try:
@@ -71,6 +73,7 @@ def run_headless(fleet: Fleet, console: Console) -> int:
                 for event in tail.read_new():
                     if line := event_line(event):
                         console.print(line, highlight=False, markup=False)
+            fleet.notice_deaths()
             statuses = fleet.statuses()
             live = [s for s in statuses if s.alive]
             if not live:
@@ -78,7 +81,9 @@ def run_headless(fleet: Fleet, console: Console) -> int:
             if all(s.state == "goal met" for s in live):
                 console.print("every running agent has met its goal; stopping them")
                 for status in live:
-                    fleet.stop(status.name)
+                    fleet.stop(
+                        status.name, Actor.SUPERVISOR, "every agent met its goal", Desired.QUIT
+                    )
                 fleet.wait_stopped([s.name for s in live], STOP_GRACE_SECONDS)
             time.sleep(POLL_SECONDS)
         for tail in tails.values():
@@ -87,7 +92,7 @@ def run_headless(fleet: Fleet, console: Console) -> int:
                     console.print(line, highlight=False, markup=False)
     finally:
         signal.signal(signal.SIGINT, previous)
-    crashed = [s.name for s in fleet.statuses() if s.state == "crashed"]
+    crashed = [s.name for s in fleet.statuses() if s.state in ("crashed", "died")]
     if crashed:
         console.print(f"crashed: {', '.join(crashed)} (see their agent.log)")
         return 1

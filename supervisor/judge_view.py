@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from qrsup.kernels.judge.report import JudgeReport
+from qrsup.kernels.schema import ProgressUpdate
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -49,16 +50,12 @@ class JudgeProgress:
     def __exit__(self, *exc: object) -> None:
         self._progress.__exit__(None, None, None)
 
-    def update(self, frame: dict) -> None:
-        phase = frame.get("phase", "")
-        if "index" not in frame:
-            self._progress.update(self._task, label=f"{phase}…")
+    def update(self, update: ProgressUpdate) -> None:
+        if update.done is None:
+            self._progress.update(self._task, label=f"{update.phase}…")
             return
-        done = frame["index"] + (1 if "status" in frame else 0)
-        label = f"{phase} {frame['index']}: {frame.get('label', '')}"
-        if "status" in frame:
-            label += f" → {frame['status']}"
-        self._progress.update(self._task, total=frame["total"], completed=done, label=label)
+        label = update.describe()
+        self._progress.update(self._task, total=update.total, completed=update.done, label=label)
 
 
 def report_table(report: JudgeReport, baseline: JudgeReport | None = None) -> Table:

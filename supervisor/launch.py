@@ -9,9 +9,9 @@ from pathlib import Path
 from qrsup.agents.git_workspace import WorkspaceError, init_repo, open_repo
 from qrsup.agents.goals import GoalError, parse_goal
 from qrsup.agents.incumbent import default_family
-from qrsup.agents.proposal import ROLES
 from qrsup.agents.session import AgentSpec, RunPaths, SessionConfig, load_session, save_session
 from qrsup.kernels.judge.manifest import save_manifest, take_manifest
+from qrsup.kernels.schema import ROLE_NAMES
 from qrsup.kernels.suites import SuiteError, get_suite
 
 DEFAULT_GOAL = "beat incumbent by 5%"
@@ -61,7 +61,7 @@ def default_agents(
     family = default_family(device)
     specs = []
     for i in range(count):
-        role = ROLES[i % len(ROLES)]
+        role = ROLE_NAMES[i % len(ROLE_NAMES)]
         specs.append(
             AgentSpec(
                 name=f"a{i + 1}",

@@ -77,6 +77,14 @@ class AgentCrashed(Message, bubble=False):
 
 
 @dataclass
+class DeathsUnrecorded(Message):
+    """Agents whose process ended while working, and nobody has recorded it yet: the app, which
+    started them and knows how they ended, records it."""
+
+    agents: tuple[str, ...]
+
+
+@dataclass
 class GoalMet(Message, bubble=False):
     """An agent met its goal and now idles."""
 

@@ -320,7 +320,8 @@ class FleetSampler:
                 self._post(sample)
                 for status in statuses:
                     was = states.get(status.name)
-                    if status.state == "crashed" and was is not None and was != "crashed":
+                    ended = status.state in ("crashed", "died")
+                    if ended and was is not None and was not in ("crashed", "died"):
                         self._post(AgentCrashed(status.name, status.detail))
                     states[status.name] = status.state
                 self._wake.wait(self._interval_s)

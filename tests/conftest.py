@@ -9,7 +9,8 @@ import psutil
 import pytest
 import torch
 from qrsup.kernels.judge.report import JudgeReport
-from qrsup.kernels.judge.runner import JudgeConfig, Progress, Timeouts, evaluate
+from qrsup.kernels.judge.runner import JudgeConfig, Timeouts, evaluate
+from qrsup.kernels.schema import Progress
 from qrsup.kernels.suites import Spec, Suite
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -12,9 +12,10 @@ from qrsup.agents.evaluation import Evaluator, StageResult
 from qrsup.agents.incumbent import Incumbent
 from qrsup.agents.recorder import Recorder
 from qrsup.agents.session import AgentSpec, load_session
-from qrsup.agents.store import CandidateRow, Store
+from qrsup.agents.store import Store
 from qrsup.agents.tuner import source_hash
 from qrsup.kernels.judge.report import JudgeReport
+from qrsup.kernels.schema import Candidate
 from qrsup.kernels.suites import get_suite
 
 from tests.conftest import CANDIDATES
@@ -30,7 +31,7 @@ def custom_kernel(a):
 
 
 def stored(store: Store, cid: str, source: str, geomean_ns: float, means: dict[int, float]) -> None:
-    row = CandidateRow(
+    row = Candidate(
         cid, source_hash(source), source, None, "a1", "exploit", "blocked_wy", "", None, time.time()
     )
     store.add_candidate(row)
@@ -63,7 +64,7 @@ def test_a_challenger_failing_its_re_timing_is_rejected_and_the_beam_keeps_its_h
         decided = decider.decide(
             store.candidate("c-wrong"), full, Incumbent.load(store), "exploit", 1
         )
-        assert decided.decision == "rejected"
+        assert decided.decision == "rejected", decided.reason
         assert decided.verdict == "fail"
         assert decided.reason.startswith("its re-timing run failed: ")
         assert store.beam() == {}

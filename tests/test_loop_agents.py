@@ -43,7 +43,7 @@ def test_two_tuner_agents_record_every_evaluation_once_and_promotion_commits_onc
     for name in ("a1", "a2"):
         assert fleet.status(name).state == "stopped"
         rows = store.iterations(name)
-        assert sorted(r["iteration"] for r in rows) == [1, 2]
+        assert sorted(r.iteration for r in rows) == [1, 2]
         events = iteration_events(paths, name)
         assert sorted(e["iteration"] for e in events) == [1, 2]
         evaluated = [e for e in events if e["evaluated"]]
@@ -58,16 +58,14 @@ def test_two_tuner_agents_record_every_evaluation_once_and_promotion_commits_onc
     assert beam_entries, "the structural agent's first passing candidate takes the empty slot"
     for event in beam_entries:  # every beam entry is profiled once, its summary stored
         (profile,) = store.profiles(event["candidate_id"])
-        assert json.loads(profile["summary"])
+        assert profile.summary
     evaluated_ids = {
         e["candidate_id"]
         for n in ("a1", "a2")
         for e in iteration_events(paths, n)
         if e["evaluated"]
     }
-    stored_ids = {
-        row["candidate_id"] for row in store.evaluations() if row["agent"] in ("a1", "a2")
-    }
+    stored_ids = {row.candidate_id for row in store.evaluations() if row.agent in ("a1", "a2")}
     assert evaluated_ids == stored_ids
     # A human promotion of the best candidate: revalidated, then exactly one commit with figures.
     repo = git.Repo(paths.root.parent.parent)
@@ -104,7 +102,7 @@ def test_steering_sent_during_an_evaluation_is_taken_once_at_the_next_boundary(t
     assert [e["message_id"] for e in taken] == [message.id]
     assert taken[0]["iteration"] == 1  # taken at the boundary after iteration 1, not during it
     store = Store(paths.store)
-    assert [r["id"] for r in store.steering("a1")] == [message.id]
+    assert [r.id for r in store.steering("a1")] == [message.id]
     assert inbox.pending(paths.inbox("a1")) == []
     second = next(e for e in iteration_events(paths, "a1") if e["iteration"] == 2)
     assert "steered: all.panel_width=16" in second["hypothesis"]
@@ -137,7 +135,7 @@ def test_kill_9_mid_evaluation_then_restart_continues_from_the_last_record(tmp_p
     fleet.start("a1")
     assert fleet.wait_stopped(["a1"], 400) == []
     store = Store(paths.store)
-    iterations = sorted(r["iteration"] for r in store.iterations("a1"))
+    iterations = sorted(r.iteration for r in store.iterations("a1"))
     assert iterations == [1, 2, 3]
     assert sorted(e["iteration"] for e in iteration_events(paths, "a1")) == [1, 2, 3]
     store.close()

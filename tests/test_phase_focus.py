@@ -9,10 +9,11 @@ import pytest
 from qrsup.agents.phase_focus import knob_stage, latest_stage_shares, stage_shares
 from qrsup.agents.proposal import Proposal
 from qrsup.agents.spaces import FastKernelSpace
-from qrsup.agents.store import CandidateRow, Store
+from qrsup.agents.store import Store
 from qrsup.agents.tuner import TunerProposer
 from qrsup.kernels.profiling.summary import ProfileFailure, ProfileSummary
 from qrsup.kernels.profiling.timeline import OpTime, TraceFigures
+from qrsup.kernels.schema import Candidate
 from qrsup.kernels.suites import QR_V2
 
 from tests.test_tuner import ROOT, context
@@ -53,9 +54,7 @@ def test_knobs_map_to_their_stage():
 
 def test_the_latest_successful_profile_of_a_candidate_counts(tmp_path):
     store = Store(tmp_path / "store.sqlite")
-    store.add_candidate(
-        CandidateRow("c-1", "h1", "src", None, "a1", "exploit", "fast", "", {}, 0.0)
-    )
+    store.add_candidate(Candidate("c-1", "h1", "src", None, "a1", "exploit", "fast", "", {}, 0.0))
     assert latest_stage_shares(store.profiles("c-1")) == {}
     panel_bound = summary({"panel": 0.8, "trailing": 0.2})
     store.add_profile("c-1", "a1", 3, True, panel_bound.to_dict(), 1.0)

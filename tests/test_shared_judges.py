@@ -16,6 +16,7 @@ from qrsup.kernels.judge.device_turns import turn_file
 from qrsup.kernels.judge.environment import judged_environment
 from qrsup.kernels.judge.locks import file_lock
 from qrsup.kernels.judge.report import JudgeReport
+from qrsup.kernels.schema import ProgressUpdate
 
 from tests.conftest import CANDIDATES, judge
 
@@ -49,22 +50,22 @@ def test_a_judge_waits_for_its_turn_and_says_so(tmp_path: Path) -> None:
             judge_waits.clear()
             judge_waits.wait(timeout=1.0)  # keeps the turn one more second, then gives it up
 
-    def note(frame: dict) -> None:
+    def note(frame: ProgressUpdate) -> None:
         frames.append(frame)
-        if frame.get("phase") == "waiting for the GPU":
+        if frame.phase == "waiting for the GPU":
             judge_waits.set()
 
     thread = threading.Thread(target=neighbour)
     thread.start()
     held.wait()
-    frames: list[dict] = []
+    frames: list[ProgressUpdate] = []
     report = judge(CANDIDATES / "torch_geqrf.py", "all", note, device_turns=turns)
     thread.join()
     assert report.passed, report.reason
     assert report.phases_s["device_wait"] >= 0.9
-    waits = [f for f in frames if f.get("phase") == "waiting for the GPU"]
+    waits = [f for f in frames if f.phase == "waiting for the GPU"]
     assert waits and frames.index(waits[0]) < frames.index(
-        next(f for f in frames if f.get("phase") == "calibrate")
+        next(f for f in frames if f.phase == "calibrate")
     )
 
 
@@ -92,8 +93,8 @@ def test_a_judge_spares_a_process_another_thread_started_meanwhile(tmp_path: Pat
     """A TUI runs a promotion's judge while the person restarts an agent: the agent lives on."""
     started: list[subprocess.Popen] = []
 
-    def start_agent(frame: dict) -> None:
-        if frame.get("phase") == "load" and not started:
+    def start_agent(frame: ProgressUpdate) -> None:
+        if frame.phase == "load" and not started:
             started.append(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]))
 
     report = judge(CANDIDATES / "torch_geqrf.py", "test", start_agent)

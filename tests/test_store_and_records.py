@@ -10,14 +10,15 @@ from pathlib import Path
 from qrsup.agents import inbox
 from qrsup.agents.records import append_event, read_events
 from qrsup.agents.session import AgentSpec, RunPaths, SessionConfig, load_session, save_session
-from qrsup.agents.store import CandidateRow, Store
+from qrsup.agents.store import Store
+from qrsup.kernels.schema import Candidate
 
 
 def test_steering_is_consumed_exactly_once(tmp_path):
     store = Store(tmp_path / "s.sqlite")
     assert store.consume_steering("m1", "a1", "steer", "go", 3)
     assert not store.consume_steering("m1", "a1", "steer", "go", 4)
-    assert [r["id"] for r in store.steering("a1")] == ["m1"]
+    assert [r.id for r in store.steering("a1")] == ["m1"]
 
 
 def test_inbox_messages_are_archived_not_deleted(tmp_path):
@@ -59,7 +60,7 @@ def test_a_torn_last_line_is_skipped_by_readers(tmp_path):
 def test_store_is_readable_while_another_connection_writes(tmp_path):
     writer = Store(tmp_path / "s.sqlite")
     reader = Store(tmp_path / "s.sqlite")
-    row = CandidateRow(
+    row = Candidate(
         "c-1", "h1", "src", None, "a1", "exploit", "blocked_wy", "hyp", None, time.time()
     )
     writer.add_candidate(row)

@@ -87,11 +87,11 @@ async def test_steering_typed_in_the_dialog_reaches_the_agent_exactly_once(fleet
         await until(pilot, lambda: any("queued" in n for n in notices(app)), 10, "the receipt")
         store = Store(paths.store)
         try:
-            taken = lambda: [r for r in store.steering("a2") if r["kind"] == "steer"]  # noqa: E731
+            taken = lambda: [r for r in store.steering("a2") if r.kind == "steer"]  # noqa: E731
             await until(pilot, taken, BOUNDARY_S, "a2 to take the steering")
             await until(pilot, lambda: any("message (steer)" in line for line in log.lines), 10,
                         "the steering in a2's log")  # fmt: skip
-            assert [r["text"] for r in taken()] == ["prefer wider panels"]
+            assert [r.text for r in taken()] == ["prefer wider panels"]
         finally:
             store.close()
     events = [e for e in read_events(paths.events("a2")) if e.get("event") == "steering"]

@@ -12,7 +12,8 @@ import psutil
 import pytest
 from qrsup.agents.heartbeat import Beat, write_beat
 from qrsup.agents.records import append_event
-from qrsup.agents.store import CandidateRow, Store
+from qrsup.agents.store import Store
+from qrsup.kernels.schema import Candidate
 from qrsup.supervisor.board import BoardReader, read_diff
 from qrsup.supervisor.gpu_stats import GpuReport, GpuSample, GpuStats
 from qrsup.supervisor.leases import GpuLeases
@@ -78,7 +79,7 @@ def test_board_reader_reads_only_iterations_recorded_since_its_last_read(tmp_pat
     assert first.incumbent_commit == "0123456789abcdef"
     assert dict((role, cid) for role, cid, _ in first.beam)["exploit"] == "c-1a2b3c4d5e"
     monkeypatch.setattr(Store, "candidates", lambda self: pytest.fail("read every candidate"))
-    row = CandidateRow("c-new", "hash-new", "x = 1\n", "c-1a2b3c4d5e", "a2", "near-miss",
+    row = Candidate("c-new", "hash-new", "x = 1\n", "c-1a2b3c4d5e", "a2", "near-miss",
                        "blocked_wy", "faster", None, T0 + 900)  # fmt: skip
     add_full_pass(paths, row, 9, 1000.0, "beam near-miss")
     second = reader.read()
@@ -90,7 +91,7 @@ def test_board_reader_reads_only_iterations_recorded_since_its_last_read(tmp_pat
 
 def test_board_shows_a_candidate_that_failed_its_re_timing_as_failed(tmp_path):
     paths = frozen_session(tmp_path)
-    row = CandidateRow("c-lucky", "hash-lucky", "x = 2\n", "c-incumbent", "a1", "exploit",
+    row = Candidate("c-lucky", "hash-lucky", "x = 2\n", "c-incumbent", "a1", "exploit",
                        "blocked_wy", "faster", None, T0 + 900)  # fmt: skip
     add_full_pass(paths, row, 9, 1000.0, "rejected", outcome="fail")
     reader = BoardReader(paths.store, ("a", "b"))
@@ -224,7 +225,7 @@ def test_run_watcher_sends_the_followed_log_and_the_records_an_agent_beats_after
         append_event(paths.events("a1"), {"event": "advisor", "source": "playbook", "ideas": ["i"]})
         write_beat(paths.heartbeat("a1"), Beat(0, "idle", 3, time.time()))
         assert _next(posted, AdvisorIdeas).ideas == ["i"]
-        row = CandidateRow("c-fast", "hash-fast", "y = 2\n", "c-incumbent", "a1", "exploit",
+        row = Candidate("c-fast", "hash-fast", "y = 2\n", "c-incumbent", "a1", "exploit",
                            "blocked_wy", "fast", None, T0 + 999)  # fmt: skip
         add_full_pass(paths, row, 7, 10.0, "beam exploit")
         best = _next(posted, NewBest)

@@ -6,7 +6,8 @@ from pathlib import Path
 
 from qrsup.agents.heartbeat import Beat, write_beat
 from qrsup.agents.session import AgentSpec, RunPaths, SessionConfig, save_session
-from qrsup.agents.store import CandidateRow, Store
+from qrsup.agents.store import Store
+from qrsup.kernels.schema import Candidate, Decision, Iteration, Verdict
 from qrsup.supervisor.fleet import AgentStatus
 from qrsup.supervisor.gpu_stats import GpuReport
 from qrsup.supervisor.messages import AgentsSampled
@@ -72,7 +73,7 @@ def frozen_session(tmp_path: Path) -> RunPaths:
     save_session(paths, SessionConfig("frozen", workspace, suite=str(suite), agents=AGENTS))
     store = Store(paths.store)
     for index, (cid, agent, role, parent, verdict, decision, means) in enumerate(CANDIDATES):
-        row = CandidateRow(
+        row = Candidate(
             cid, f"hash{index}", _source(index), parent, agent, role, "blocked_wy",
             f"panel {16 + 8 * index}", {"panel": 16 + 8 * index}, T0 + 60 * index,
         )  # fmt: skip
@@ -82,7 +83,15 @@ def frozen_session(tmp_path: Path) -> RunPaths:
         store.add_evaluation(cid, agent, index, "full", report, spec_means)
         if agent != "bootstrap":
             store.record_iteration(
-                agent, index, cid, verdict, decision, row.hypothesis, "", _geomean(means), {}
+                Iteration(
+                    agent,
+                    index,
+                    Verdict(verdict),
+                    Decision(decision),
+                    cid,
+                    hypothesis=row.hypothesis,
+                    geomean_ns=_geomean(means),
+                )
             )
     store.add_promotion(
         "c-incumbent", "0123456789abcdef", _geomean(CANDIDATES[0][6]), None, {}, "seed"
@@ -104,7 +113,7 @@ def frozen_session(tmp_path: Path) -> RunPaths:
 
 def add_full_pass(
     paths: RunPaths,
-    row: CandidateRow,
+    row: Candidate,
     iteration: int,
     geomean_ns: float,
     decision: str,
@@ -120,7 +129,15 @@ def add_full_pass(
             row.id, row.agent, iteration, "full", report, {0: geomean_ns, 1: geomean_ns}
         )
         store.record_iteration(
-            row.agent, iteration, row.id, outcome, decision, row.hypothesis, "", geomean_ns, {}
+            Iteration(
+                row.agent,
+                iteration,
+                Verdict(outcome),
+                Decision(decision),
+                row.id,
+                hypothesis=row.hypothesis,
+                geomean_ns=geomean_ns,
+            )
         )
     finally:
         store.close()

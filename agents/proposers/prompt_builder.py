@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from qrsup.agents.proposal import OutcomeSummary, ParentCandidate, ProposalContext
+from qrsup.kernels.schema import role
 from qrsup.prompts.loader import PROMPTS_DIR, load_template, render
 
 AGENTS_MD = Path(__file__).resolve().parents[2] / "AGENTS.md"
@@ -87,7 +88,7 @@ def build_request(
         {"problem": problem_statement(sources), "rules": rules_text(sources)},
         directory,
     )
-    role_file = f"role_{context.role.replace('-', '_')}.md"
+    role_file = role(context.role).prompt_file
     labels = context.spec_labels
     user = render(
         "iteration.md",

@@ -83,7 +83,7 @@ _CHOICES = {
     "path": PATHS,
 }
 _BOUNDS = ("n_max", "batch_max")
-_KNOBS = tuple(f.name for f in fields(ShapeConfig) if f.name not in ("name", *_BOUNDS))
+KNOBS = tuple(f.name for f in fields(ShapeConfig) if f.name not in ("name", *_BOUNDS))
 
 
 @dataclass(frozen=True)
@@ -134,7 +134,7 @@ def dump_config(config: Config) -> str:
     for shape in config.shapes:
         lines += ["", "[[shape]]", f"name = {_toml(shape.name)}"]
         lines += [f"{key} = {_toml(getattr(shape, key))}" for key in _BOUNDS if getattr(shape, key)]
-        lines += [f"{key} = {_toml(getattr(shape, key))}" for key in _KNOBS]
+        lines += [f"{key} = {_toml(getattr(shape, key))}" for key in KNOBS]
     return "\n".join(lines) + "\n"
 
 
@@ -149,12 +149,12 @@ def _toml(value: object) -> str:
 def _parse_space(raw: object, source: Path) -> dict[str, tuple[object, ...]]:
     if not isinstance(raw, dict):
         raise ConfigError(f"{source}: needs a [space] table")
-    missing = [k for k in _KNOBS if k not in raw]
-    unknown = [k for k in raw if k not in _KNOBS]
+    missing = [k for k in KNOBS if k not in raw]
+    unknown = [k for k in raw if k not in KNOBS]
     if missing or unknown:
         raise ConfigError(f"{source}: [space] missing {missing}, unknown {unknown}")
     space: dict[str, tuple[object, ...]] = {}
-    for key in _KNOBS:
+    for key in KNOBS:
         values = raw[key]
         if not isinstance(values, list) or not values:
             raise ConfigError(f"{source}: [space].{key} must be a non-empty list")
@@ -165,7 +165,7 @@ def _parse_space(raw: object, source: Path) -> dict[str, tuple[object, ...]]:
 def _parse_shape(raw: object, space: dict[str, tuple[object, ...]], where: str) -> ShapeConfig:
     if not isinstance(raw, dict):
         raise ConfigError(f"{where}: must be a table")
-    allowed = {"name", *_BOUNDS, *_KNOBS}
+    allowed = {"name", *_BOUNDS, *KNOBS}
     unknown = sorted(set(raw) - allowed)
     if unknown:
         raise ConfigError(f"{where}: unknown keys {unknown}")
@@ -175,7 +175,7 @@ def _parse_shape(raw: object, space: dict[str, tuple[object, ...]], where: str) 
         if bound is not None and (not isinstance(bound, int) or bound < 1):
             raise ConfigError(f"{where}: {key} must be a positive integer, got {bound!r}")
         values[key] = bound
-    for key in _KNOBS:
+    for key in KNOBS:
         if key not in raw:
             raise ConfigError(f"{where}: missing {key}")
         if raw[key] not in space[key] or type(raw[key]) is not type(space[key][0]):

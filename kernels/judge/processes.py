@@ -23,6 +23,14 @@ def become_subreaper() -> bool:
     return _prctl(linux.PR_SET_CHILD_SUBREAPER, 1)
 
 
+def die_with_parent(parent: int) -> None:
+    """SIGKILL as soon as the parent that started us (pid `parent`) is gone, so no judge process
+    outlives the agent or person that asked for the judgement; if it is gone already, go now."""
+    linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:
+        os._exit(1)
+
+
 def make_undumpable() -> bool:
     """Other processes of our user can no longer read our memory or open our fds via /proc."""
     return _prctl(linux.PR_SET_DUMPABLE, 0)

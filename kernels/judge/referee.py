@@ -364,12 +364,3 @@ def _far_beyond(verdict: IntegrityVerdict) -> bool:
     wall = verdict.unaccounted_ns > ABORT_FACTOR * verdict.allowed_ns
     cpu = verdict.cpu_unaccounted_ns > ABORT_FACTOR * verdict.cpu_allowed_ns
     return not verdict.ok and (wall or cpu)
-
-
-def run(config: dict, reporter: Reporter, contestant: ContestantProcess) -> dict:
-    """The report of a judge run, or of a profile run when the config asks for one."""
-    if "profile" in config:
-        from qrsup.kernels.judge.profile_referee import ProfileReferee  # it builds on Referee
-
-        return ProfileReferee(config, reporter, contestant).run()
-    return Referee(config, reporter, contestant).run()

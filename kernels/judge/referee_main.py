@@ -1,4 +1,4 @@
-"""Entry of the referee: `python -m qrsup.kernels.judge.referee_main REPORT_FD`, config on stdin.
+"""The referee: `python -m qrsup.kernels.judge.referee_main REPORT_FD PARENT_PID`, config on stdin.
 
 The contestant is started before the referee imports torch, so the two interpreters load their
 heavy modules side by side instead of one after the other.
@@ -12,11 +12,12 @@ import sys
 from pathlib import Path
 
 from qrsup.kernels.judge.contestant_process import ContestantLaunch, ContestantProcess
-from qrsup.kernels.judge.processes import become_subreaper, make_undumpable
+from qrsup.kernels.judge.processes import become_subreaper, die_with_parent, make_undumpable
 from qrsup.kernels.judge.sandbox import IsolationSettings
 
 
 def main() -> None:
+    die_with_parent(int(sys.argv[2]))
     make_undumpable()
     become_subreaper()
     report_fd = int(sys.argv[1])
@@ -33,10 +34,13 @@ def main() -> None:
         triton_cache=Path(config["triton_cache"]) if config.get("triton_cache") else None,
     )
     contestant = ContestantProcess(launch)
-    from qrsup.kernels.judge.referee import Reporter, run  # torch loads while the contestant starts
+    # torch loads here, while the contestant starts; a profile run asks for the profile flow.
+    from qrsup.kernels.judge.profile_referee import ProfileReferee
+    from qrsup.kernels.judge.referee import Referee, Reporter
 
     reporter = Reporter(report_fd, key)
-    reporter.send(run(config, reporter, contestant))
+    flow = ProfileReferee if "profile" in config else Referee
+    reporter.send(flow(config, reporter, contestant).run())
     os.close(report_fd)
 
 

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -43,17 +43,16 @@ from qrsup.kernels.judge.protocol import (
 from qrsup.kernels.judge.report import JudgeReport
 from qrsup.kernels.judge.sandbox import IsolationSettings
 from qrsup.kernels.judge.static_checks import check_candidate_file
+from qrsup.kernels.schema import Progress, ProgressUpdate
 from qrsup.kernels.suites import Spec, Suite
 from qrsup.kernels.timing import STOPPING_RULES, inputs_per_repetition
 
 OUTPUT_HEAD_CHARS = 4000
 OUTPUT_TAIL_CHARS = 12000
-WAITING_FRAME = {"phase": "waiting for the GPU"}
+WAITING = ProgressUpdate(phase="waiting for the GPU")
 RUN_MARK = "QRSUP_JUDGE_RUN"  # an environment variable naming the judge run a process belongs to
 MIN_FILE_LIMIT_BYTES = 256 * 2**20  # room for the candidate's log and a profile trace
 TAMPERED_REASON = "the judge's own files changed since the session started"
-
-Progress = Callable[[dict], None]
 
 
 @dataclass(frozen=True)
@@ -175,7 +174,7 @@ def run_judge(
         return {"verdict": "tampered", "reason": reason, **base}
     become_subreaper()
     make_undumpable()  # the key and the report pipe live here: out of reach of our own uid too
-    on_wait = partial(on_progress, WAITING_FRAME) if on_progress else None
+    on_wait = partial(on_progress, WAITING) if on_progress else None
     turns = DeviceTurns(config.device_turns or turn_file(config.device, os.environ), on_wait)
     with tempfile.TemporaryDirectory(prefix="qrsup-judge-") as work:
         work_dir = Path(work)
@@ -221,7 +220,13 @@ def _run_referee(
     referee_log = open(work_dir / "referee.log", "wb")  # noqa: SIM115 - closed below
     started = time.monotonic()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "qrsup.kernels.judge.referee_main", str(report_write)],
+        [
+            sys.executable,
+            "-m",
+            "qrsup.kernels.judge.referee_main",
+            str(report_write),
+            str(os.getpid()),
+        ],
         stdin=subprocess.PIPE,
         stdout=referee_log,
         stderr=subprocess.STDOUT,
@@ -276,7 +281,7 @@ def _collect(
         if message.get("type") == "report":
             return message
         if on_progress is not None:
-            on_progress(message)
+            on_progress(ProgressUpdate.from_frame(message))
 
 
 def _judge_failure(verdict: str, reason: str, log: str) -> dict:

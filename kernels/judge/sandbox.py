@@ -76,6 +76,7 @@ class SandboxPolicy:
     staging: str  # an empty directory of the referee's where the new root is assembled
     fallback_dir: str  # the private directory when no mount namespace can be had
     status_fd: int
+    parent: int  # the referee: the launcher dies with it
     isolate: bool  # False: isolation is off, the contestant runs as the referee does
     required: bool
     uid: int | None = None  # switch to this user (the judge runs as root)
@@ -145,6 +146,7 @@ def plan_sandbox(
         staging=str(staging),
         fallback_dir=str(fallback),
         status_fd=status_fd,
+        parent=os.getpid(),
         isolate=on,
         required=settings.mode == "required",
         uid=uid,

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from qrsup.kernels.judge import linux
+from qrsup.kernels.judge.processes import die_with_parent
 from qrsup.kernels.judge.sandbox import PRIVATE_DIR, TRITON_CACHE, SandboxPolicy
 
 NAMESPACES = {
@@ -231,6 +232,7 @@ def _relay(child: int) -> None:
 
 def main() -> None:
     policy = SandboxPolicy.from_json(sys.argv[1])
+    die_with_parent(policy.parent)
     source = Path(policy.candidate).read_bytes()  # read while the host's files are in view
     boundary = Boundary(policy)
     boundary.enter_namespaces()
@@ -243,6 +245,9 @@ def main() -> None:
     candidate = boundary.place_candidate(source)
     boundary.limit()
     user = boundary.drop_privileges()
+    # After the user switch (which clears it), and kept across exec: the contestant dies with
+    # its launcher, which dies with the referee, which dies with the agent.
+    linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
     status = boundary.status(pid, user, candidate)
     os.write(policy.status_fd, (json.dumps(status) + "\n").encode())
     os.close(policy.status_fd)

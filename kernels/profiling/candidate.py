@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -19,9 +18,8 @@ from qrsup.kernels.judge.sandbox import IsolationSettings
 from qrsup.kernels.profiling.ncu import NCU_TIMEOUT_S
 from qrsup.kernels.profiling.summary import ProfileFailure, ProfileSummary, one_line
 from qrsup.kernels.profiling.trace import TRACE_FILE
+from qrsup.kernels.schema import Progress
 from qrsup.kernels.suites import Spec, Suite
-
-Progress = Callable[[dict], None]
 
 
 def profile_candidate(

@@ -6,8 +6,8 @@ from dataclasses import replace
 from typing import ClassVar
 
 from qrsup.agents.goals import GoalError, parse_goal
-from qrsup.agents.proposal import ROLES
 from qrsup.agents.session import PROPOSERS, AgentSpec, SessionConfig, SessionError
+from qrsup.kernels.schema import ROLE_NAMES
 from qrsup.supervisor.launch import DEFAULT_GOAL, default_agents
 from rich.text import Text
 from textual.app import ComposeResult
@@ -21,7 +21,7 @@ def agent_spec(session: SessionConfig, name: str, role: str, proposer: str, goal
     """Built as launch builds agents (the role picks the family), on the session's device."""
     like = session.agents[0] if session.agents else None
     device = like.device if like else "cpu"
-    specs = default_agents(len(ROLES), proposer, goal, None, device)
+    specs = default_agents(len(ROLE_NAMES), proposer, goal, None, device)
     template = next(spec for spec in specs if spec.role == role)
     if like is None:
         return replace(template, name=name)
@@ -49,7 +49,9 @@ class AddAgentDialog(ModalScreen[AgentSpec | None]):
         with Vertical(classes="dialog"):
             yield Label("Add an agent", classes="dialog-title")
             yield Input(next_name(self.session), placeholder="name", id="agent-name")
-            yield Select([(r, r) for r in ROLES], value="exploit", allow_blank=False, id="role")
+            yield Select(
+                [(r, r) for r in ROLE_NAMES], value="exploit", allow_blank=False, id="role"
+            )
             yield Select(
                 [(p, p) for p in PROPOSERS], value="tuner", allow_blank=False, id="proposer"
             )

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from qrsup.agents.session import RunPaths
 from qrsup.supervisor.board import LeaderEntry
-from qrsup.supervisor.fleet import AgentStatus
+from qrsup.supervisor.fleet import UNRECORDED, AgentStatus
 from qrsup.supervisor.messages import (
     AdvisorIdeas,
     AgentCrashed,
     AgentsSampled,
     BoardRead,
+    DeathsUnrecorded,
     GoalMet,
     LogRead,
     NewBest,
@@ -96,6 +97,9 @@ class MainScreen(Screen):
 
     def on_agents_sampled(self, message: AgentsSampled) -> None:
         self.statuses = {status.name: status for status in message.statuses}
+        unrecorded = tuple(s.name for s in message.statuses if s.state == "died" and not s.alive)
+        if unrecorded and any(self.statuses[n].detail == UNRECORDED for n in unrecorded):
+            self.post_message(DeathsUnrecorded(unrecorded))
         self.query_one(AgentList).show(message.statuses)
         self.query_one(StatsPanel).show(message.gpus, message.loads, message.leases)
         if self.selected_agent is None and message.statuses:

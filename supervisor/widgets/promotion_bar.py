@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from qrsup.kernels.schema import ProgressUpdate
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal
@@ -25,14 +26,11 @@ class PromotionBar(Horizontal):
         self._label(f"promoting {candidate_id}: starting the judge")
         self.add_class("-active")
 
-    def advance(self, frame: dict) -> None:
-        """A judge progress frame: `phase`, and for specs `index`, `total` and `label`."""
-        phase = str(frame.get("phase", ""))
-        if "index" in frame and "total" in frame:
-            done = int(frame["index"]) + (1 if "status" in frame else 0)
-            self.query_one(ProgressBar).update(total=int(frame["total"]), progress=done)
-            phase = f"{phase} {done}/{frame['total']} {frame.get('label', '')}"
-        self._label(f"promoting {self.candidate_id}: revalidating, {phase}")
+    def advance(self, update: ProgressUpdate) -> None:
+        """One step of the revalidation's judge run."""
+        if update.done is not None:
+            self.query_one(ProgressBar).update(total=update.total, progress=update.done)
+        self._label(f"promoting {self.candidate_id}: revalidating, {update.describe()}")
 
     def end(self) -> None:
         self.remove_class("-active")

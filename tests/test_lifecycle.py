@@ -1,0 +1,154 @@
+"""A person's decisions about agents hold across relaunches, deaths are recorded with what they
+cut off, and an agent that keeps dying is left stopped. Real agent processes on a tiny suite."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from qrsup.agents.heartbeat import read_beat
+from qrsup.agents.lifecycle import Desired, read_control
+from qrsup.agents.records import read_events
+from qrsup.agents.session import AgentSpec, RunPaths
+from qrsup.agents.store import Store
+from qrsup.kernels.schema import Actor, Verdict
+from qrsup.supervisor import actions
+from qrsup.supervisor.fleet import Fleet
+
+from tests.loop_helpers import make_session, wait_for
+
+pytestmark = pytest.mark.usefixtures("no_leftover_processes")
+
+
+def _session(tmp_path: Path) -> tuple[RunPaths, Fleet]:
+    paths = make_session(tmp_path, (AgentSpec("a1"), AgentSpec("a2", role="structural")))
+    return paths, Fleet(paths)
+
+
+def _evaluating(paths: RunPaths, name: str) -> bool:
+    beat = read_beat(paths.heartbeat(name))
+    return beat is not None and beat.state == "evaluating" and beat.iteration >= 1
+
+
+def _lifecycle(paths: RunPaths, name: str) -> list[tuple[str, str]]:
+    return [
+        (e["action"], e["by"]) for e in read_events(paths.events(name)) if e["event"] == "lifecycle"
+    ]
+
+
+def test_a_killed_agent_stays_killed_when_the_session_is_relaunched(tmp_path):
+    paths, fleet = _session(tmp_path)
+    try:
+        fleet.start_all()
+        assert actions.kill(fleet, "a1").ok
+        relaunched = Fleet(paths)  # a new TUI or `qrsup run` on the same session
+        assert relaunched.start_all() == {}  # a2 still runs; a1 stays killed
+        assert not relaunched.is_running("a1") and relaunched.is_running("a2")
+        status = relaunched.status("a1")
+        assert status.state == "killed" and "by human" in status.detail
+        assert ("kill", "human") in _lifecycle(paths, "a1")
+        assert actions.resume(relaunched, "a1").ok
+        assert relaunched.is_running("a1")
+        assert read_control(paths, "a1").desired == Desired.RUN
+    finally:
+        for name in ("a1", "a2"):
+            fleet.kill(name)
+            Fleet(paths).kill(name)
+
+
+def test_agents_stopped_by_quitting_resume_on_relaunch_but_a_pause_holds(tmp_path):
+    paths, fleet = _session(tmp_path)
+    try:
+        fleet.start_all()
+        fleet.stop("a1", Actor.HUMAN, "quit the TUI", Desired.QUIT)
+        fleet.pause("a2", Actor.HUMAN, "looking at something")
+        assert fleet.wait_stopped(["a1"], 120) == []
+        os.kill(fleet.pid("a2"), signal.SIGKILL)  # the machine went down
+        wait_for(lambda: not fleet.is_running("a2"), 10, "a2 gone")
+        relaunched = Fleet(paths)
+        started = relaunched.start_all()
+        assert list(started) == ["a1"]
+        assert relaunched.status("a2").state == "paused"
+        died = [e for e in read_events(paths.events("a2")) if e.get("action") == "died"]
+        assert len(died) == 1 and died[0]["by"] == "supervisor"
+    finally:
+        for name in ("a1", "a2"):
+            Fleet(paths).kill(name)
+
+
+def test_a_death_mid_evaluation_is_recorded_and_shown_by_status(tmp_path):
+    paths, fleet = _session(tmp_path)
+    try:
+        fleet.start("a1")
+        wait_for(lambda: _evaluating(paths, "a1"), 180, "a1 judging a candidate")
+        beat = read_beat(paths.heartbeat("a1"))
+        os.kill(fleet.pid("a1"), signal.SIGKILL)
+        wait_for(lambda: not fleet.is_running("a1"), 10, "a1 gone")
+        assert fleet.notice_deaths() == ["a1"]
+        assert fleet.notice_deaths() == []  # once
+        with Store.reader(paths.store) as store:
+            (cut,) = [r for r in store.iterations("a1") if r.verdict == Verdict.INTERRUPTED]
+        assert cut.candidate_id == beat.candidate and cut.iteration == beat.iteration
+        assert "killed by SIGKILL" in cut.reason
+        workspace = str(paths.root.parent.parent)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "qrsup.supervisor.cli",
+                "status",
+                "--workspace",
+                workspace,
+                "--session",
+                "t",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "COLUMNS": "250"},
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        assert "interrupted" in done.stdout and cut.candidate_id in done.stdout
+        assert "killed by SIGKILL" in done.stdout
+        log = paths.agent_log("a1").read_text()
+        assert "died by supervisor: killed by SIGKILL while evaluating" in log
+        fleet.start("a1")
+        wait_for(lambda: _evaluating(paths, "a1"), 180, "a1 judging again")
+        with Store.reader(paths.store) as store:
+            assert store.last_iteration("a1") == cut.iteration  # it goes on after the cut
+        restarted = read_beat(paths.heartbeat("a1"))
+        assert restarted.iteration == cut.iteration + 1
+    finally:
+        fleet.kill("a1")
+
+
+def test_an_agent_that_dies_three_times_in_ten_minutes_is_left_stopped(tmp_path):
+    paths, fleet = _session(tmp_path)
+    try:
+        for _ in range(3):
+            fleet.start("a1")
+            wait_for(lambda: read_beat(paths.heartbeat("a1")) is not None, 60, "a1's heartbeat")
+            os.kill(fleet.pid("a1"), signal.SIGKILL)
+            wait_for(lambda: not fleet.is_running("a1"), 10, "a1 gone")
+            fleet.notice_deaths()
+        relaunched = Fleet(paths)
+        started = relaunched.start_all()
+        assert "a1" not in started
+        status = relaunched.status("a1")
+        assert status.state == "crash loop"
+        assert "died 3 times within 10 minutes" in status.detail
+        events = list(read_events(paths.events("a1")))
+        assert [e["action"] for e in events if e.get("action") == "died"] == ["died"] * 3
+        assert (
+            json.loads((paths.agent_dir("a1") / "control.json").read_text())["by"] == "supervisor"
+        )
+    finally:
+        for name in ("a1", "a2"):
+            Fleet(paths).kill(name)
+            fleet.kill(name)
