@@ -40,9 +40,14 @@ class StageResult:
         return self.report.passed
 
     def geomean_over(self, indices: list[int]) -> float | None:
-        if not indices or any(i not in self.spec_means_ns for i in indices):
-            return None
-        return geomean([self.spec_means_ns[i] for i in indices])
+        return geomean_over(self.spec_means_ns, indices)
+
+
+def geomean_over(means: Mapping[int, float], indices: list[int]) -> float | None:
+    """The geometric mean over some specs; None unless every one of them was timed."""
+    if not indices or any(i not in means for i in indices):
+        return None
+    return geomean([means[i] for i in indices])
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,6 @@ from qrsup.agents.store import Store
 from qrsup.agents.tuner import source_hash
 from qrsup.kernels.judge.locks import file_lock
 from qrsup.kernels.schema import Candidate
-from qrsup.kernels.timing import geomean
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -62,12 +61,6 @@ class Incumbent:
             self.spec_means_ns,
             source_lines(self.row.source),
         )
-
-    def geomean_over(self, indices: list[int]) -> float | None:
-        means = self.spec_means_ns
-        if not indices or any(i not in means for i in indices):
-            return None
-        return geomean([means[i] for i in indices])
 
 
 def default_family(device: str) -> str:

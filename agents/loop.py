@@ -18,7 +18,7 @@ import git
 from qrsup.agents import inbox
 from qrsup.agents.advisor import Advisor
 from qrsup.agents.decision import Decider
-from qrsup.agents.evaluation import Evaluator, StageResult
+from qrsup.agents.evaluation import Evaluator, StageResult, geomean_over
 from qrsup.agents.git_workspace import WorkspaceError
 from qrsup.agents.goals import parse_goal
 from qrsup.agents.heartbeat import Heartbeat
@@ -47,6 +47,7 @@ from qrsup.kernels.profiling.summary import ProfileSummary
 from qrsup.kernels.schema import (
     Actor,
     Candidate,
+    Comparison,
     Decision,
     EventKind,
     Progress,
@@ -160,7 +161,7 @@ class ResearchAgent:
             self._finish(record)
             return
         record.candidate_id = candidate.id
-        result = self._judge(candidate, incumbent)
+        result, record.comparison = self._judge(candidate, incumbent)
         record.evaluated = True
         self._note_isolation(result.report)
         record.verdict, record.reason = Verdict(result.report.verdict), result.report.reason
@@ -176,9 +177,10 @@ class ResearchAgent:
                 self._note_best(result.report.geomean_ns)
             if record.decision != Decision.REJECTED:
                 self._profile(candidate, result, incumbent)
-        elif result.passed:
+        elif result.passed and record.comparison is not None:
             record.decision = Decision.NOT_PROMISING
-            record.reason = "the quick stage passed but was not close enough to the incumbent"
+            margin = f"{record.comparison.margin:.0%}"
+            record.reason = f"quick stage more than {margin} slower: {record.comparison.describe()}"
         self._finish(record)
         self._check_goal(record)
         self._consult_advisor(context)
@@ -250,19 +252,24 @@ class ResearchAgent:
         self._commit_candidate(row)
         return row
 
-    def _judge(self, candidate: Candidate, incumbent: Incumbent) -> StageResult:
+    def _judge(
+        self, candidate: Candidate, incumbent: Incumbent
+    ) -> tuple[StageResult, Comparison | None]:
         """The quick stage; the full stage only when quick passes and looks promising."""
         path = self.paths.work(self.name) / f"{candidate.id}.py"
         self.heartbeat.update(state="evaluating", candidate=candidate.id, detail="quick")
         self.log.write(f"it {self.iteration}: judging {candidate.id}: {candidate.hypothesis}")
         quick = self.evaluator.quick(path, self._progress("quick"))
         self._store_stage(candidate.id, quick)
-        if not quick.passed or not self._promising(quick, incumbent):
-            return quick
+        if not quick.passed:
+            return quick, None
+        comparison = self._promising(quick, incumbent)
+        if not comparison.favours_candidate:
+            return quick, comparison
         self.heartbeat.update(detail="full")
         full = self.evaluator.full(path, self._progress("full"))
         self._store_stage(candidate.id, full)
-        return full
+        return full, comparison
 
     def _profile(self, candidate: Candidate, full: StageResult, incumbent: Incumbent) -> None:
         """Profile a beam entry on the spec where it trails the incumbent most: the agent's eyes."""
@@ -303,12 +310,33 @@ class ResearchAgent:
             candidate_id, self.name, self.iteration, result.stage, report, result.spec_means_ns
         )
 
-    def _promising(self, quick: StageResult, incumbent: Incumbent) -> bool:
+    def _promising(self, quick: StageResult, incumbent: Incumbent) -> Comparison:
+        """The quick stage against the incumbent's quick stage: the same rule, on this agent's
+        device, from a run at most `incumbent_refresh` of this agent's evaluations old."""
+        margin = role(self.spec.role).promise_margin
+        theirs, age = self._incumbent_quick(incumbent)
         indices = self.evaluator.quick_indices
-        mine, theirs = quick.geomean_over(indices), incumbent.geomean_over(indices)
-        if mine is None or theirs is None:
-            return True
-        return mine <= theirs * (1.0 + role(self.spec.role).promise_margin)
+        return Comparison(
+            "quick", quick.geomean_over(indices), geomean_over(theirs, indices), margin, age
+        )
+
+    def _incumbent_quick(self, incumbent: Incumbent) -> tuple[dict[int, float], int]:
+        """The incumbent's quick-stage means and their age, re-timed when too old."""
+        timed = [
+            e
+            for e in self.store.evaluations(incumbent.row.id)
+            if e.agent == self.name and e.stage == "quick" and e.verdict == Verdict.PASS
+        ]
+        if timed:
+            age = self.store.evaluations_since(self.name, timed[-1].id)
+            if age <= self.session.incumbent_refresh:
+                return timed[-1].spec_means_ns, age
+        path = self.paths.work(self.name) / f"{incumbent.row.id}.py"
+        path.write_text(incumbent.row.source)
+        self.heartbeat.update(detail="re-timing the incumbent")
+        result = self.evaluator.quick(path, self._progress("incumbent"))
+        self._store_stage(incumbent.row.id, result)
+        return (result.spec_means_ns if result.passed else {}), 0
 
     def _finish(self, record: IterationDraft) -> None:
         self.recorder.record(record, self.state.goal.text)

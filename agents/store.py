@@ -284,6 +284,14 @@ class Store:
             rows = self._db.execute(query, (candidate_id,))
         return [_evaluation(r) for r in rows]
 
+    def evaluations_since(self, agent: str, evaluation_id: int) -> int:
+        """How many evaluations the agent stored after the one with this id."""
+        row = self._db.execute(
+            "SELECT COUNT(*) AS n FROM evaluations WHERE agent = ? AND id > ?",
+            (agent, evaluation_id),
+        ).fetchone()
+        return int(row["n"])
+
     def record_iteration(self, record: Iteration) -> bool:
         """Store an iteration once; False if that agent's iteration number is already stored
         (the supervisor and the restarted agent may both record one interrupted iteration)."""

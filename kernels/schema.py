@@ -226,6 +226,18 @@ class Comparison:
     margin: float
     incumbent_age: int | None = None  # evaluations since the incumbent's figures were taken
 
+    @property
+    def favours_candidate(self) -> bool:
+        """Within the margin of the incumbent (or nothing to compare, which never blocks)."""
+        if self.candidate_ns is None or self.incumbent_ns is None:
+            return True
+        return self.candidate_ns <= self.incumbent_ns * (1.0 + self.margin)
+
+    def describe(self) -> str:
+        mine, theirs = _ms(self.candidate_ns), _ms(self.incumbent_ns)
+        age = f", {self.incumbent_age} evaluations old" if self.incumbent_age is not None else ""
+        return f"{mine} against the incumbent's {theirs} ({self.rule} rule{age})"
+
 
 @dataclass(frozen=True)
 class Iteration:
@@ -318,6 +330,10 @@ class SideQuestionRecord:
     source: str
     usage: dict[str, float]
     created_at: float
+
+
+def _ms(ns: float | None) -> str:
+    return "—" if ns is None else f"{ns / 1e6:.4g} ms"
 
 
 def spec_means_from_json(text: str | None) -> dict[int, float]:

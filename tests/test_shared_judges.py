@@ -107,10 +107,11 @@ def test_a_judge_spares_a_process_another_thread_started_meanwhile(tmp_path: Pat
             process.wait()
 
 
-def test_a_gpu_has_one_turn_file_whoever_names_it_and_the_cpu_none() -> None:
-    assert turn_file("cpu", {}) is None
+def test_a_gpu_has_one_turn_file_whoever_names_it_and_the_cpu_one_for_the_machine() -> None:
+    assert turn_file("cpu", {}).name == "cpu.turns"
+    assert turn_file("cpu", {"CUDA_VISIBLE_DEVICES": "1"}) == turn_file("cpu", {})
     plain = turn_file("cuda:1", {})
-    assert plain is not None and plain.name == "1.turns"
+    assert plain.name == "1.turns" and plain != turn_file("cpu", {})
     assert turn_file("cuda:0", {"CUDA_VISIBLE_DEVICES": "1,3"}) == plain  # the same GPU
     assert turn_file("cuda", {"CUDA_VISIBLE_DEVICES": "GPU-ab12"}).name == "GPU-ab12.turns"
     assert (

@@ -1,4 +1,4 @@
-"""Judges that share one GPU take turns on it, whoever started them.
+"""Judges that share one device take turns on it, whoever started them: a GPU, or the CPU.
 
 Two judges on one GPU slow each other's timed windows and stretch each other's input preparation,
 which the timing-integrity gate cannot tell from work hidden on a side stream: honest candidates
@@ -7,7 +7,11 @@ ending still met a neighbour's timing), so a whole judge run, from the referee's
 process tree is gone, is one turn. What needs no GPU still overlaps: a model proposing, static
 checks, recording, git.
 
-The turn file belongs to the GPU, not to a session: agents sharing a GPU, two sessions, and a
+The CPU is one device too: judges timing candidates on the CPU at once share its cores, and
+each slows the other's timed windows, which makes their comparisons unfair. They take turns on
+one file for the whole machine.
+
+The turn file belongs to the device, not to a session: agents sharing a GPU, two sessions, and a
 person's `qrsup bench` on a GPU the agents use all wait for each other. It lives in a directory of
 the user's own (another user's judges do not coordinate with these). A candidate cannot take the
 turn from a neighbour: its own judge holds it for as long as the candidate lives. One that unlinks
@@ -49,9 +53,10 @@ class DeviceTurns:
             yield
 
 
-def turn_file(device: str, environ: Mapping[str, str]) -> Path | None:
-    """The turn file of the GPU behind `device` as this process sees it; none on the CPU."""
+def turn_file(device: str, environ: Mapping[str, str]) -> Path:
+    """The turn file of the device behind `device` as this process sees it: the GPU's, or the
+    machine's one file for the CPU."""
+    turns = Path(tempfile.gettempdir()) / f"qrsup-{os.getuid()}" / "gpu-turns"
     if not device.startswith("cuda"):
-        return None
-    gpu = physical_gpu(device, environ)
-    return Path(tempfile.gettempdir()) / f"qrsup-{os.getuid()}" / "gpu-turns" / f"{gpu}.turns"
+        return turns.parent / "cpu.turns"
+    return turns / f"{physical_gpu(device, environ)}.turns"
