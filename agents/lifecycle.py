@@ -128,7 +128,10 @@ def record_death(
             "candidate_id": last.candidate_id if last else beat.candidate,
         }
         what = f" while {beat.state} ({stage})" if beat.state != "idle" else ""
-        reason = f"{how}{what}; {len(recorded)} iteration(s) recorded as interrupted"
+        cut = ", ".join(
+            f"it {r.iteration} {r.candidate_id or '(no candidate yet)'}" for r in recorded
+        )
+        reason = f"{how}{what}; interrupted: {cut or 'nothing'}"
         note(paths, agent, Lifecycle.DIED, by, reason, **fields)
         died = replace(beat, state="died", detail=how, updated_at=time.time())
         write_beat(paths.heartbeat(agent), died)

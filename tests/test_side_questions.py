@@ -8,11 +8,18 @@ import threading
 import time
 
 import pytest
+from qrsup.agents.proposal import Usage
 from qrsup.agents.proposers.chat import ModelConfig
 from qrsup.agents.proposers.retry import RetryPolicy
-from qrsup.agents.side_questions import AgentRecords, SideQuestions
+from qrsup.agents.records import read_events
+from qrsup.agents.session import AgentSpec
+from qrsup.agents.side_questions import AgentRecords, SideAnswer, SideQuestions
+from qrsup.agents.store import Store
+from qrsup.supervisor import actions
+from qrsup.supervisor.fleet import Fleet
 
 from tests.fake_openai_server import FakeOpenAIServer, ScriptedReply
+from tests.loop_helpers import make_session
 from tests.proposal_contexts import PARENT_SOURCE, history, parent
 
 QUESTION = "what does your current candidate change?"
@@ -107,3 +114,17 @@ def test_answer_record_is_plain_json():
     answer = SideQuestions().ask(QUESTION, records()).result(timeout=10)
     record = json.loads(json.dumps(answer.to_record()))
     assert record["question"] == QUESTION and record["source"] == "records"
+
+
+def test_a_recorded_answer_keeps_its_cost_in_the_store_and_the_agents_events(tmp_path):
+    paths = make_session(tmp_path, (AgentSpec("a1"),))
+    answer = SideAnswer(
+        "a1", "why 48?", "the panel chain is shorter", "model:m", 1.0, 0.2,
+        usage=Usage(prompt_tokens=120, completion_tokens=30, cost_usd=0.004),
+    )  # fmt: skip
+    actions.record_answer(Fleet(paths), "a1", answer)
+    with Store.reader(paths.store) as store:
+        (row,) = store.side_questions("a1")
+    assert row.answer == "the panel chain is shorter" and row.usage["cost_usd"] == 0.004
+    (event,) = [e for e in read_events(paths.events("a1")) if e["event"] == "side_question"]
+    assert event["question"] == "why 48?" and event["cost_usd"] == 0.004

@@ -4,14 +4,25 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import sqlite3
 import time
 from pathlib import Path
 
-from qrsup.agents import inbox
+from qrsup.agents import beam, inbox
+from qrsup.agents.recorder import Recorder
 from qrsup.agents.records import append_event, read_events
 from qrsup.agents.session import AgentSpec, RunPaths, SessionConfig, load_session, save_session
 from qrsup.agents.store import Store
-from qrsup.kernels.schema import Candidate
+from qrsup.kernels.schema import (
+    ROLE_NAMES,
+    ROLES,
+    Candidate,
+    Comparison,
+    Decision,
+    Iteration,
+    Verdict,
+)
+from qrsup.prompts.loader import PROMPTS_DIR
 
 
 def test_steering_is_consumed_exactly_once(tmp_path):
@@ -82,3 +93,48 @@ def test_session_file_round_trips(tmp_path):
     )
     save_session(paths, config)
     assert load_session(paths) == config
+
+
+def test_a_store_from_before_the_typed_layer_is_migrated_and_reads_typed(tmp_path):
+    path = tmp_path / "old.sqlite"
+    old = sqlite3.connect(path)
+    old.execute(
+        "CREATE TABLE iterations (agent TEXT NOT NULL, iteration INTEGER NOT NULL, "
+        "candidate_id TEXT, outcome TEXT NOT NULL, decision TEXT NOT NULL, hypothesis TEXT NOT "
+        "NULL, reason TEXT NOT NULL, geomean_ns REAL, usage TEXT NOT NULL, created_at REAL NOT "
+        "NULL, PRIMARY KEY (agent, iteration))"
+    )
+    old.execute(
+        "INSERT INTO iterations VALUES ('a1', 1, 'c-1', 'fail', 'rejected', 'h', 'r', NULL, "
+        "'{}', 1.0)"
+    )
+    old.commit()
+    old.close()
+    with Store(path) as store:
+        (record,) = store.iterations("a1")
+    assert record.verdict == Verdict.FAIL and record.decision == Decision.REJECTED
+    assert record.spec_means_ns == {} and record.role == "" and record.comparison is None
+
+
+def test_a_restored_iteration_event_is_whole(tmp_path):
+    paths = RunPaths(tmp_path / "run")
+    paths.ensure("a1")
+    comparison = Comparison("quick", 2e6, 1e6, 0.1, 3)
+    record = Iteration(
+        "a1", 1, Verdict.PASS, Decision.NOT_PROMISING, "c-1", "c-0", "exploit", "wider", "slow",
+        "beat incumbent by 3%", 2e6, {0: 2e6}, {"prompt_tokens": 5.0}, comparison, True,
+    )  # fmt: skip
+    with Store(paths.store) as store:
+        store.record_iteration(record)  # a kill came before its event line was written
+        Recorder(paths, store, tmp_path, "a1", "exploit").reconcile()
+    (event,) = [e for e in read_events(paths.events("a1")) if e["event"] == "iteration"]
+    fields = {k: v for k, v in record.to_event().items() if k != "spec_means_ns"}
+    assert {k: event[k] for k in fields} == json.loads(json.dumps(fields))
+    assert event["spec_means_ns"] == {"0": 2e6} and event["reconciled"] is True
+
+
+def test_one_role_table_names_every_beam_rule_and_prompt():
+    assert set(beam._RULES) == set(ROLE_NAMES)
+    for known in ROLES:
+        assert (PROMPTS_DIR / known.prompt_file).exists()
+        assert Decision.beam(known.name).startswith("beam ")
