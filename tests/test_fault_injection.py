@@ -143,11 +143,13 @@ def _inject(kills: int, tmp_path: Path, seed: int) -> int:
     return survived
 
 
+@pytest.mark.timeout(900)  # about 150 s on a quiet 2-core machine; far more on a busy one
 @pytest.mark.usefixtures("no_leftover_processes")
 def test_records_survive_kill_minus_nine_at_random_points(tmp_path: Path) -> None:
     assert _inject(FAULT_KILLS, tmp_path, seed=17) == FAULT_KILLS
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)
 def test_records_survive_many_more_kills(tmp_path: Path) -> None:
     assert _inject(SLOW_FAULT_KILLS, tmp_path, seed=23) == SLOW_FAULT_KILLS

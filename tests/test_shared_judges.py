@@ -52,7 +52,7 @@ def test_a_judge_waits_for_its_turn_and_says_so(tmp_path: Path) -> None:
 
     def note(frame: ProgressUpdate) -> None:
         frames.append(frame)
-        if frame.phase == "waiting for the GPU":
+        if frame.phase == "waiting for the CPU":
             judge_waits.set()
 
     thread = threading.Thread(target=neighbour)
@@ -63,7 +63,7 @@ def test_a_judge_waits_for_its_turn_and_says_so(tmp_path: Path) -> None:
     thread.join()
     assert report.passed, report.reason
     assert report.phases_s["device_wait"] >= 0.9
-    waits = [f for f in frames if f.phase == "waiting for the GPU"]
+    waits = [f for f in frames if f.phase == "waiting for the CPU"]
     assert waits and frames.index(waits[0]) < frames.index(
         next(f for f in frames if f.phase == "calibrate")
     )

@@ -49,7 +49,6 @@ from qrsup.kernels.timing import STOPPING_RULES, inputs_per_repetition
 
 OUTPUT_HEAD_CHARS = 4000
 OUTPUT_TAIL_CHARS = 12000
-WAITING = ProgressUpdate(phase="waiting for the GPU")
 RUN_MARK = "QRSUP_JUDGE_RUN"  # an environment variable naming the judge run a process belongs to
 MIN_FILE_LIMIT_BYTES = 256 * 2**20  # room for the candidate's log and a profile trace
 TAMPERED_REASON = "the judge's own files changed since the session started"
@@ -174,7 +173,9 @@ def run_judge(
         return {"verdict": "tampered", "reason": reason, **base}
     become_subreaper()
     make_undumpable()  # the key and the report pipe live here: out of reach of our own uid too
-    on_wait = partial(on_progress, WAITING) if on_progress else None
+    device = "GPU" if config.device.startswith("cuda") else "CPU"
+    waiting = ProgressUpdate(phase=f"waiting for the {device}")
+    on_wait = partial(on_progress, waiting) if on_progress else None
     turns = DeviceTurns(config.device_turns or turn_file(config.device, os.environ), on_wait)
     with tempfile.TemporaryDirectory(prefix="qrsup-judge-") as work:
         work_dir = Path(work)
