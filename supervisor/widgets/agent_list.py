@@ -84,7 +84,7 @@ def heartbeat_age(seconds: float | None) -> Text:
 
 def _cells(number: int, status: AgentStatus) -> tuple[object, ...]:
     detail = status.detail if status.detail not in ("", status.state) else ""
-    # An evaluation's detail names its stage ("quick: waiting for the GPU", or the CPU); colour says the rest.
+    # An evaluation's detail names its stage ("quick: waiting for the CPU"); colour says the rest.
     evaluating = status.state == "evaluating" and detail
     state = detail if evaluating else f"{status.state} {detail}".strip()
     return (
