@@ -12,7 +12,12 @@ from qrsup.supervisor import actions
 from qrsup.supervisor.errors import UsageError
 from qrsup.supervisor.fleet import Fleet, FleetError, find_session
 from qrsup.supervisor.headless import run_headless
-from qrsup.supervisor.launch import LaunchChoices, LaunchError, prepare_session
+from qrsup.supervisor.launch import (
+    LaunchChoices,
+    LaunchError,
+    given_new_session_options,
+    prepare_session,
+)
 from rich.console import Console
 from rich.table import Table
 
@@ -25,9 +30,15 @@ def launch_choices(args: argparse.Namespace, device: str) -> LaunchChoices:
         session=args.session,
         agents=args.agents,
         proposer=args.proposer,
+        model=args.model,
+        base_url=args.base_url,
+        api_key_env=args.api_key_env,
+        command=args.command_template,
+        agent_options=tuple(args.agent_options or ()),
         suite=args.suite,
         goal=args.goal,
         budget=args.budget,
+        cost_budget=args.cost_budget,
         device=device,
         init=args.init,
         gpus=args.gpus,
@@ -64,6 +75,9 @@ def _fleet(args: argparse.Namespace) -> Fleet:
 
 
 def dispatch(args: argparse.Namespace, console: Console) -> int:
+    if given := given_new_session_options(launch_choices(args, "cpu")):
+        flags = ", ".join(given)
+        raise UsageError(f"{flags} shape a new session; qrsup {args.command} ignores them")
     fleet = _fleet(args)
     if args.command == "status":
         console.print(status_table(fleet))
@@ -73,7 +87,7 @@ def dispatch(args: argparse.Namespace, console: Console) -> int:
     if args.command == "steer":
         result = actions.steer(fleet, args.agent, " ".join(args.text))
     elif args.command == "goal":
-        result = actions.set_goal(fleet, args.agent, " ".join(args.goal))
+        result = actions.set_goal(fleet, args.agent, " ".join(args.goal_text))
     elif args.command == "promote":
         result = actions.promote_candidate(fleet, args.candidate)
     else:

@@ -6,7 +6,7 @@ import signal
 import time
 from types import FrameType
 
-from qrsup.agents.records import format_ms
+from qrsup.agents.records import format_ms, timestamp
 from qrsup.supervisor.event_tail import EventTail
 from qrsup.supervisor.fleet import Fleet
 from rich.console import Console
@@ -42,14 +42,27 @@ def event_line(event: dict) -> str | None:
 
 
 def run_headless(fleet: Fleet, console: Console) -> int:
-    """Follow the agents until all have stopped or met their goals; Ctrl-C stops, twice kills."""
+    """Follow the agents until all have stopped or met their goals; Ctrl-C stops, twice kills.
+
+    Exits 1 when an agent crashed during the run (its `crashed` event, or a death without one).
+    """
     names = fleet.names()
+    started_at = timestamp()
     running_before = {n for n in names if fleet.is_running(n)}
     tails = {n: EventTail(fleet.paths.events(n), from_end=n in running_before) for n in names}
     for name, pid in fleet.start_all().items():
         verb = "reattached to" if name in running_before else "started"
         console.print(f"{verb} {name} (pid {pid})", highlight=False)
     interrupts = 0
+    crashed: set[str] = set()
+
+    def follow() -> None:
+        for name, tail in tails.items():
+            for event in tail.read_new():
+                if event.get("event") == "crashed" and str(event.get("time", "")) >= started_at:
+                    crashed.add(name)
+                if line := event_line(event):
+                    console.print(line, highlight=False, markup=False)
 
     def on_interrupt(signum: int, frame: FrameType | None) -> None:
         nonlocal interrupts
@@ -67,10 +80,7 @@ def run_headless(fleet: Fleet, console: Console) -> int:
     previous = signal.signal(signal.SIGINT, on_interrupt)
     try:
         while True:
-            for tail in tails.values():
-                for event in tail.read_new():
-                    if line := event_line(event):
-                        console.print(line, highlight=False, markup=False)
+            follow()
             statuses = fleet.statuses()
             live = [s for s in statuses if s.alive]
             if not live:
@@ -81,14 +91,12 @@ def run_headless(fleet: Fleet, console: Console) -> int:
                     fleet.stop(status.name)
                 fleet.wait_stopped([s.name for s in live], STOP_GRACE_SECONDS)
             time.sleep(POLL_SECONDS)
-        for tail in tails.values():
-            for event in tail.read_new():
-                if line := event_line(event):
-                    console.print(line, highlight=False, markup=False)
+        follow()
     finally:
         signal.signal(signal.SIGINT, previous)
-    crashed = [s.name for s in fleet.statuses() if s.state == "crashed"]
+    crashed |= {s.name for s in fleet.statuses() if s.state == "crashed"}
     if crashed:
-        console.print(f"crashed: {', '.join(crashed)} (see their agent.log)")
+        every = "every agent" if crashed >= set(names) else ", ".join(sorted(crashed))
+        console.print(f"crashed: {every} (see agent.log)", highlight=False)
         return 1
     return 0
