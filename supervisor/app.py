@@ -14,6 +14,7 @@ from functools import partial
 from typing import ClassVar
 
 from qrsup.agents.session import AgentSpec
+from qrsup.agents.settings import SettingsError, load_settings
 from qrsup.agents.side_questions import SideAnswer
 from qrsup.kernels.suites import get_suite
 from qrsup.supervisor import actions
@@ -231,7 +232,13 @@ class SupervisorApp(App[str]):
             if spec is not None:
                 self._act(actions.add_agent, spec)
 
-        self.push_screen(AddAgentDialog(self.fleet.session), added)
+        session = self.fleet.session
+        try:
+            settings = load_settings(session.workspace)
+        except SettingsError as exc:
+            self.notify(str(exc), severity="error", timeout=NOTIFY_S, markup=False)
+            return
+        self.push_screen(AddAgentDialog(session, settings), added)
 
     def action_promote(self) -> None:
         entry = self.main.selected_candidate

@@ -11,13 +11,9 @@ from qrsup.agents.store import Store
 from qrsup.supervisor import actions
 from qrsup.supervisor.errors import UsageError
 from qrsup.supervisor.fleet import Fleet, FleetError, find_session
+from qrsup.supervisor.fleet_plan import LaunchError
 from qrsup.supervisor.headless import run_headless
-from qrsup.supervisor.launch import (
-    LaunchChoices,
-    LaunchError,
-    given_new_session_options,
-    prepare_session,
-)
+from qrsup.supervisor.launch import LaunchChoices, given_new_session_options, prepare_session
 from rich.console import Console
 from rich.table import Table
 

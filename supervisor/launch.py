@@ -47,8 +47,6 @@ DEFAULT_AGENTS = 3
 _BUDGET = re.compile(r"^(?P<value>\d+(?:\.\d+)?)(?P<unit>s|m|h)?$")
 Probe = Callable[[ModelConfig, Mapping[str, str]], str]
 
-__all__ = ["DEFAULT_GOAL", "LaunchChoices", "LaunchError", "new_agent", "prepare_session"]
-
 
 @dataclass(frozen=True)
 class LaunchChoices:
