@@ -50,8 +50,6 @@ class ModelConfig:
     usd_per_million_completion_tokens: float = 0.0
     fallback_model: str | None = None
     """A model on the same endpoint asked while this one waits for quota; None: just wait."""
-    quota_wait_s: float = 300.0
-    """How long to wait out a 429 whose reply names no reset time."""
 
     @classmethod
     def from_mapping(cls, settings: Mapping[str, object]) -> ModelConfig:
@@ -106,7 +104,6 @@ _SETTING_TYPES: dict[str, tuple[type, ...]] = {
     "usd_per_million_prompt_tokens": _NUMBER,
     "usd_per_million_completion_tokens": _NUMBER,
     "fallback_model": (str, type(None)),
-    "quota_wait_s": _NUMBER,
 }
 
 
