@@ -15,6 +15,7 @@ STATES = (
     "evaluating",
     "idle",
     "paused",
+    "waiting",  # for quota, until the time in its detail
     "goal met",
     "crashed",
     "stopped",

@@ -183,4 +183,6 @@ def _toml(value: object) -> str:
     if isinstance(value, str):
         escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
         return f'"{escaped}"'
+    if isinstance(value, dict):  # a model table's `retry`, as an inline table
+        return "{" + ", ".join(f"{k} = {_toml(v)}" for k, v in value.items()) + "}"
     raise SessionError(f"cannot write {value!r} to session.toml")

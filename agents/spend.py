@@ -50,10 +50,10 @@ class Spend:
 
     def text(self) -> str:
         """`$0.42 · 12.3k tok`, or `—` when nothing was spent."""
-        if not self.usd and not self.tokens:
-            return "—"
         parts = [f"${self.usd:.2f}"] if self.usd else []
-        return " · ".join([*parts, f"{tokens_text(self.tokens)} tok"])
+        if self.tokens:
+            parts.append(f"{tokens_text(self.tokens)} tok")
+        return " · ".join(parts) or "—"
 
 
 def total(spends: Iterable[Spend]) -> Spend:
@@ -95,7 +95,10 @@ class CostBudget:
 
 
 def parse_cost_budget(text: str) -> CostBudget:
-    """`$5`, `5usd`, `200k tokens`, `2M tok`, two of them comma-separated, or "" (no budget)."""
+    """`$5`, `5usd`, `200k tokens`, `2M tok`, two of them comma-separated, or "" or `none` (no
+    budget)."""
+    if text.strip().lower() == "none":
+        return CostBudget()
     usd, tokens = 0.0, 0
     for part in (p.strip() for p in text.split(",") if p.strip()):
         if dollars := _DOLLARS.match(part):

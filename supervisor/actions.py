@@ -17,6 +17,7 @@ from qrsup.agents.promotion import promote
 from qrsup.agents.proposers.chat import ModelConfig
 from qrsup.agents.session import AgentSpec, SessionError
 from qrsup.agents.side_questions import AgentRecords, SideAnswer, SideQuestions
+from qrsup.agents.spend import parse_cost_budget
 from qrsup.agents.store import Store
 from qrsup.kernels.suites import get_suite
 from qrsup.supervisor.fleet import Fleet, FleetError
@@ -50,6 +51,34 @@ def steer(fleet: Fleet, agent: str, text: str) -> ActionResult:
     )
 
 
+def broadcast(fleet: Fleet, text: str) -> ActionResult:
+    """The same steering to every agent of the session, running or not (it waits in the inbox)."""
+    if not text.strip():
+        return ActionResult(False, "steering text is empty")
+    names = fleet.names()
+    for name in names:
+        fleet.send(name, "steer", text.strip(), sender="human (broadcast)")
+    return ActionResult(
+        True, f"steering for every agent ({', '.join(names)}) queued; taken at their boundaries"
+    )
+
+
+def set_budget(fleet: Fleet, agent: str, text: str) -> ActionResult:
+    """A new cost budget; an agent paused at its old one resumes under the new one."""
+    if error := _known(fleet, agent):
+        return error
+    try:
+        budget = parse_cost_budget(text)
+    except ValueError as exc:
+        return ActionResult(False, str(exc))
+    fleet.send(agent, "budget", budget.text())
+    status = fleet.status(agent)
+    if budget.is_set and (over := budget.exceeded(status.spend)):
+        return ActionResult(True, f"budget {budget.text()} for {agent} queued, yet {over}")
+    effect = "resumes under it" if status.budget_paused else "takes it at its next boundary"
+    return ActionResult(True, f"budget {budget.text()} for {agent} queued; it {effect}")
+
+
 def set_goal(fleet: Fleet, agent: str, goal: str) -> ActionResult:
     if error := _known(fleet, agent):
         return error
@@ -66,6 +95,10 @@ def pause(fleet: Fleet, agent: str) -> ActionResult:
 
 
 def resume(fleet: Fleet, agent: str) -> ActionResult:
+    if not _known(fleet, agent) and (status := fleet.status(agent)).budget_paused:
+        over = status.budget.exceeded(status.spend) or "its budget is reached"
+        raise_it = f"raise it (qrsup budget {agent} …, or $ here) to go on"
+        return ActionResult(False, f"{agent} is paused at its cost budget ({over}); {raise_it}")
     return _message(fleet, agent, "resume", "resumes at its next boundary")
 
 

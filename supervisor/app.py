@@ -16,6 +16,7 @@ from typing import ClassVar
 from qrsup.agents.session import AgentSpec
 from qrsup.agents.settings import SettingsError, load_settings
 from qrsup.agents.side_questions import SideAnswer
+from qrsup.agents.spend import CostBudget
 from qrsup.kernels.suites import get_suite
 from qrsup.supervisor import actions
 from qrsup.supervisor.actions import ActionResult
@@ -39,7 +40,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
-AGENT_ACTIONS = {"steer", "goal", "advise", "ask", "pause_resume", "kill", "restart"}
+AGENT_ACTIONS = {"steer", "goal", "advise", "ask", "pause_resume", "kill", "restart", "budget"}
 NOTIFY_S = 8.0
 
 
@@ -91,7 +92,18 @@ class SupervisorApp(App[str]):
     BINDINGS: ClassVar[list[BindingType]] = [
         *(Binding(f"{n}", f"select_agent({n - 1})", "Select", show=False) for n in range(1, 10)),
         Binding("s", "steer", "Steer", tooltip="send steering text to the selected agent"),
+        Binding(
+            "S", "broadcast", "Steer all", show=False, tooltip="send steering text to every agent"
+        ),
         Binding("g", "goal", "Goal", tooltip="give the selected agent a new goal"),
+        Binding(
+            "dollar_sign",
+            "budget",
+            "Budget",
+            show=False,
+            key_display="$",
+            tooltip="set the agent's cost budget; one paused at its budget resumes under it",
+        ),
         Binding("a", "advise", "Advise", tooltip="ask the advisor for ideas for the agent now"),
         Binding("b", "ask", "Ask", tooltip="ask a side question about the agent (by the way…)"),
         Binding("p", "pause_resume", "Pause", tooltip="pause or resume the selected agent"),
@@ -195,6 +207,25 @@ class SupervisorApp(App[str]):
         prompt = f"Steering for {agent}: taken at its next iteration boundary."
         self._ask_text("Steer", prompt, "", lambda text: self._act(actions.steer, agent, text))
 
+    def action_broadcast(self) -> None:
+        prompt = "Steering for every agent: each takes it at its next iteration boundary."
+        self._ask_text("Steer all", prompt, "", lambda text: self._act(actions.broadcast, text))
+
+    def action_budget(self) -> None:
+        agent = self.selected_agent
+        status = self.main.statuses.get(agent or "")
+        if status is None:
+            return
+        spent, budget = status.spend, status.budget
+        suggestion = CostBudget(2 * budget.usd, 2 * budget.tokens) if budget.is_set else budget
+        prompt = (
+            f"Cost budget for {agent}, which has spent {spent.text()} of {budget.text()}"
+            + (" and is paused at it" if status.budget_paused else "")
+            + ". Dollars, tokens or both: $10, 500k tokens, $10,2M tok, or none."
+        )
+        then = partial(self._act, actions.set_budget, agent)
+        self._ask_text("Budget", prompt, suggestion.text() if budget.is_set else "", then)
+
     def action_goal(self) -> None:
         agent = self.selected_agent
         status = self.main.statuses.get(agent or "")
@@ -215,6 +246,9 @@ class SupervisorApp(App[str]):
     def action_pause_resume(self) -> None:
         agent = self.selected_agent
         status = self.main.statuses.get(agent or "")
+        if status is not None and status.budget_paused:
+            self.action_budget()  # paused at its budget: resuming means raising it
+            return
         paused = status is not None and status.state == "paused"
         self._act(actions.resume if paused else actions.pause, agent)
 

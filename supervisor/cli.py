@@ -86,6 +86,13 @@ def build_parser() -> argparse.ArgumentParser:
         _session_options(sub)
         sub.add_argument("agent")
         sub.add_argument(extra, nargs="+", metavar=extra.removesuffix("_text"))
+    broadcast = session_verb("broadcast", help="send steering text to every agent")
+    _session_options(broadcast)
+    broadcast.add_argument("text", nargs="+")
+    budget = session_verb("budget", help="set an agent's cost budget ($10, 500k tokens)")
+    _session_options(budget)
+    budget.add_argument("agent")
+    budget.add_argument("limit", help="dollars, tokens or both: '$10', '500k tokens', '$10,2M tok'")
     for verb in AGENT_VERBS:
         sub = session_verb(verb, help=f"{verb} an agent")
         _session_options(sub)

@@ -7,6 +7,7 @@ from concurrent.futures import Future
 
 from qrsup.agents.records import format_ms
 from qrsup.agents.session import SessionError
+from qrsup.agents.spend import total
 from qrsup.agents.store import Store
 from qrsup.supervisor import actions
 from qrsup.supervisor.errors import UsageError
@@ -14,10 +15,12 @@ from qrsup.supervisor.fleet import Fleet, FleetError, find_session
 from qrsup.supervisor.fleet_plan import LaunchError
 from qrsup.supervisor.headless import run_headless
 from qrsup.supervisor.launch import LaunchChoices, given_new_session_options, prepare_session
+from qrsup.supervisor.widgets.format import agent_spend, agent_state
 from rich.console import Console
 from rich.table import Table
 
 ASK_TIMEOUT_S = 300.0
+STATE_WIDTH = 32
 
 
 def launch_choices(args: argparse.Namespace, device: str) -> LaunchChoices:
@@ -82,6 +85,10 @@ def dispatch(args: argparse.Namespace, console: Console) -> int:
         return _ask(fleet, args.agent, " ".join(args.question), console)
     if args.command == "steer":
         result = actions.steer(fleet, args.agent, " ".join(args.text))
+    elif args.command == "broadcast":
+        result = actions.broadcast(fleet, " ".join(args.text))
+    elif args.command == "budget":
+        result = actions.set_budget(fleet, args.agent, args.limit)
     elif args.command == "goal":
         result = actions.set_goal(fleet, args.agent, " ".join(args.goal_text))
     elif args.command == "promote":
@@ -111,35 +118,42 @@ def _ask(fleet: Fleet, agent: str, question: str, console: Console) -> int:
 
 
 def status_table(fleet: Fleet) -> Table:
-    """Agents with their state, and the beam and incumbent from the store."""
+    """Agents with their state and spend, and the beam, incumbent and spend of the session."""
     table = Table(title=f"session {fleet.session.name}", title_justify="left")
-    for column in ("agent", "role", "proposer", "state", "it", "best", "last", "heartbeat", "goal"):
-        table.add_column(column)
-    for s in fleet.statuses():
+    columns = ("agent", "role", "proposer", "state", "it", "best", "spend", "last", "heartbeat")
+    for column in (*columns, "goal"):
+        if column == "state":  # its detail can be long ("at its budget: $3.00 of …")
+            table.add_column(column, max_width=STATE_WIDTH, overflow="ellipsis", no_wrap=True)
+        else:
+            table.add_column(column)
+    statuses = fleet.statuses()
+    for s in statuses:
         age = f"{s.heartbeat_age_s:.0f}s" if s.heartbeat_age_s is not None else "—"
         table.add_row(
             s.name,
             s.role,
             s.proposer,
-            s.state,
+            agent_state(s),
             str(s.iteration),
             format_ms(s.best_geomean_ns),
+            agent_spend(s),
             s.last_verdict or "—",
             age,
             s.goal,
         )
+    spent = total(s.spend for s in statuses)
     store = Store(fleet.paths.store)
     try:
         incumbent = store.candidate(store.incumbent_id() or "")
         beam = store.beam()
+        caption = [f"session spend {spent.text()}"] if spent.usd or spent.tokens else []
         if incumbent is not None:
-            table.caption = (
-                f"incumbent {incumbent.id} · {format_ms(incumbent.geomean_ns)}"
-                + "".join(
-                    f" · {role} {row['candidate_id']} {format_ms(row['geomean_ns'])}"
-                    for role, row in beam.items()
-                )
-            )
+            caption.append(f"incumbent {incumbent.id} {format_ms(incumbent.geomean_ns)}")
+            caption += [
+                f"{role} {row['candidate_id']} {format_ms(row['geomean_ns'])}"
+                for role, row in beam.items()
+            ]
+        table.caption = " · ".join(caption) or None
     finally:
         store.close()
     return table
