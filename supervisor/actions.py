@@ -11,7 +11,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 
 from qrsup.agents.advisor import build_advisor
-from qrsup.agents.evaluation import Evaluator
+from qrsup.agents.evaluation import Evaluator, StageResult
 from qrsup.agents.goals import GoalError, parse_goal
 from qrsup.agents.promotion import promote
 from qrsup.agents.proposers.chat import ModelConfig
@@ -21,6 +21,7 @@ from qrsup.agents.spend import parse_cost_budget
 from qrsup.agents.store import Store
 from qrsup.kernels.suites import get_suite
 from qrsup.supervisor.fleet import Fleet, FleetError
+from qrsup.supervisor.promotion_evidence import PromotionEvidence, read_evidence
 
 Progress = Callable[[dict], None]
 
@@ -156,10 +157,31 @@ def add_agent(fleet: Fleet, spec: AgentSpec) -> ActionResult:
     return ActionResult(True, f"added {spec.name} ({spec.role}, {spec.proposer}), pid {pid}")
 
 
+@dataclass(frozen=True)
+class SlowerRevalidation(ActionResult):
+    """The revalidation measured slower than the incumbent: nothing committed yet; a person who
+    confirms commits this same run (`promote_candidate(..., force=True, revalidated=…)`)."""
+
+    revalidation: StageResult | None = None
+    slower_by: float = 0.0
+
+
+def promotion_evidence(fleet: Fleet, candidate_id: str) -> PromotionEvidence | ActionResult:
+    """The diff, gain, noise band and correctness evidence a person confirms a promotion on."""
+    events = [fleet.paths.events(name) for name in fleet.names()]
+    evidence = read_evidence(fleet.paths.store, events, candidate_id, fleet.session.name)
+    return ActionResult(False, evidence) if isinstance(evidence, str) else evidence
+
+
 def promote_candidate(
-    fleet: Fleet, candidate_id: str, progress: Progress | None = None
+    fleet: Fleet,
+    candidate_id: str,
+    progress: Progress | None = None,
+    force: bool = False,
+    revalidated: StageResult | None = None,
 ) -> ActionResult:
-    """Revalidate on the full suite, then commit; a failing candidate changes nothing."""
+    """Revalidate on the full suite, then commit; a failing candidate changes nothing, and a
+    slower one only when forced."""
     session = fleet.session
     store = Store(fleet.paths.store)
     try:
@@ -180,7 +202,11 @@ def promote_candidate(
                 candidate_id,
                 by="human",
                 progress=progress,
+                force=force,
+                revalidated=revalidated,
             )
+        if result.slower_by is not None:
+            return SlowerRevalidation(False, result.message, result.revalidation, result.slower_by)
         return ActionResult(result.ok, result.message)
     finally:
         store.close()

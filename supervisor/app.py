@@ -23,9 +23,15 @@ from qrsup.supervisor.actions import ActionResult
 from qrsup.supervisor.board import read_diff
 from qrsup.supervisor.fleet import Fleet
 from qrsup.supervisor.messages import DiffRead
+from qrsup.supervisor.promote_flow import (
+    EvidenceRead,
+    PromotionFinished,
+    PromotionProgressed,
+    confirm_dialog,
+    slower_dialog,
+)
 from qrsup.supervisor.widgets.add_agent_dialog import AddAgentDialog
 from qrsup.supervisor.widgets.choice_dialog import Choice, ChoiceDialog
-from qrsup.supervisor.widgets.format import ms
 from qrsup.supervisor.widgets.help_screen import HelpScreen
 from qrsup.supervisor.widgets.leaderboard import Leaderboard
 from qrsup.supervisor.widgets.main_screen import MainScreen
@@ -47,23 +53,6 @@ NOTIFY_S = 8.0
 @dataclass
 class ActionFinished(Message):
     """One of the person's actions finished, well or not."""
-
-    result: ActionResult
-
-
-@dataclass
-class PromotionProgressed(Message):
-    """The judge reported progress on a promotion's revalidation."""
-
-    frame: dict
-
-    def can_replace(self, message: Message) -> bool:
-        return isinstance(message, PromotionProgressed)
-
-
-@dataclass
-class PromotionFinished(Message):
-    """A promotion committed, or was refused, with its reason."""
 
     result: ActionResult
 
@@ -147,9 +136,21 @@ class SupervisorApp(App[str]):
     def on_promotion_progressed(self, message: PromotionProgressed) -> None:
         self.main.query_one(PromotionBar).advance(message.frame)
 
+    def on_evidence_read(self, message: EvidenceRead) -> None:
+        evidence = message.evidence
+        if isinstance(evidence, ActionResult):
+            self._report(evidence)
+            return
+        self._on_yes(confirm_dialog(evidence), partial(self._promote, message.candidate_id))
+
     def on_promotion_finished(self, message: PromotionFinished) -> None:
         self.main.query_one(PromotionBar).end()
-        self._report(message.result)
+        result = message.result
+        if isinstance(result, actions.SlowerRevalidation):
+            then = partial(self._promote, message.candidate_id, result)
+            self._on_yes(slower_dialog(message.candidate_id, result), then)
+        else:
+            self._report(result)
         self.main.watcher.refresh_board()
         self.refresh_bindings()
 
@@ -275,15 +276,16 @@ class SupervisorApp(App[str]):
         self.push_screen(AddAgentDialog(session, settings), added)
 
     def action_promote(self) -> None:
+        """The evidence first (off the screen's thread), then the question over it."""
         entry = self.main.selected_candidate
         if entry is None:
             return
-        question = (
-            f"Promote {entry.id} ({ms(entry.geomean_ns)} ms, by {entry.agent}) to incumbent? "
-            "It is revalidated on the full suite first, then committed."
-        )
-        choices = [Choice("y", "Promote", "yes", "primary"), Choice("n", "Cancel", "no")]
-        self._confirm("Promote", question, choices, partial(self._promote, entry.id))
+
+        def work() -> None:
+            evidence = actions.promotion_evidence(self.fleet, entry.id)
+            self.post_message(EvidenceRead(entry.id, evidence))
+
+        self._in_thread(work, "evidence", exclusive=True)
 
     def action_zoom(self) -> None:
         self.screen.action_maximize()
@@ -329,11 +331,14 @@ class SupervisorApp(App[str]):
     def _confirm(
         self, title: str, question: str, choices: list[Choice], then: Callable[[], None]
     ) -> None:
+        self._on_yes(ChoiceDialog(title, question, choices, focus=1), then)
+
+    def _on_yes(self, dialog: ChoiceDialog, then: Callable[[], None]) -> None:
         def answered(answer: str | None) -> None:
             if answer == "yes":
                 then()
 
-        self.push_screen(ChoiceDialog(title, question, choices, focus=1), answered)
+        self.push_screen(dialog, answered)
 
     def _act(self, do: Callable[..., ActionResult], *args: object) -> None:
         """Run one of the person's actions on a thread; one at a time, as the fleet is shared."""
@@ -361,13 +366,20 @@ class SupervisorApp(App[str]):
         actions.record_answer(self.fleet, agent, answer)
         self.post_message(SideAnswered(answer))
 
-    def _promote(self, candidate_id: str) -> None:
+    def _promote(self, candidate_id: str, slower: actions.SlowerRevalidation | None = None) -> None:
+        """Revalidate and commit; after a second yes to a slower figure, commit that run."""
         self.main.query_one(PromotionBar).begin(candidate_id)
 
         def work() -> None:
             progress = lambda frame: self.post_message(PromotionProgressed(frame))  # noqa: E731
-            result = actions.promote_candidate(self.fleet, candidate_id, progress)
-            self.post_message(PromotionFinished(result))
+            result = actions.promote_candidate(
+                self.fleet,
+                candidate_id,
+                progress,
+                force=slower is not None,
+                revalidated=slower.revalidation if slower else None,
+            )
+            self.post_message(PromotionFinished(candidate_id, result))
 
         self._in_thread(work, "promote", f"promote {candidate_id}")
         self.refresh_bindings()

@@ -100,6 +100,12 @@ def build_parser() -> argparse.ArgumentParser:
     promote = session_verb("promote", help="promote a candidate to incumbent (git commit)")
     _session_options(promote)
     promote.add_argument("candidate")
+    promote.add_argument(
+        "--force",
+        action="store_true",
+        default=False,
+        help="commit even when the revalidation measures it slower than the incumbent",
+    )
     return parser
 
 

@@ -92,7 +92,7 @@ def dispatch(args: argparse.Namespace, console: Console) -> int:
     elif args.command == "goal":
         result = actions.set_goal(fleet, args.agent, " ".join(args.goal_text))
     elif args.command == "promote":
-        result = actions.promote_candidate(fleet, args.candidate)
+        result = _promote(fleet, args.candidate, args.force, console)
     else:
         verb = {
             "pause": actions.pause,
@@ -105,6 +105,18 @@ def dispatch(args: argparse.Namespace, console: Console) -> int:
         raise UsageError(result.message)
     console.print(result.message, highlight=False, markup=False)
     return 0
+
+
+def _promote(
+    fleet: Fleet, candidate_id: str, force: bool, console: Console
+) -> actions.ActionResult:
+    """The evidence first, then the revalidation; a slower figure commits only with --force."""
+    evidence = actions.promotion_evidence(fleet, candidate_id)
+    if isinstance(evidence, actions.ActionResult):
+        return evidence
+    for line in evidence.lines():
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
+    return actions.promote_candidate(fleet, candidate_id, force=force)
 
 
 def _ask(fleet: Fleet, agent: str, question: str, console: Console) -> int:
