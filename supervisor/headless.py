@@ -12,6 +12,13 @@ from qrsup.supervisor.fleet import Fleet
 from rich.console import Console
 
 POLL_SECONDS = 0.5
+STATUS_CHANGES = {
+    "budget_paused": "paused at its cost budget (qrsup budget to go on)",
+    "quota_wait": "waiting for quota",
+    "quota_resumed": "quota back",
+    "stalled": "stalled",
+    "new_best": "new best",
+}
 STOP_GRACE_SECONDS = 600.0
 
 
@@ -38,6 +45,9 @@ def event_line(event: dict) -> str | None:
         return f"{stamp} {agent} {kind}: {detail}"
     if kind == "advisor":
         return f"{stamp} {agent} advisor: {event.get('ideas')}"
+    if kind in STATUS_CHANGES and not event.get("again"):
+        detail = event.get("detail") or event.get("model")
+        return f"{stamp} {agent} {STATUS_CHANGES[kind]}: {detail}"
     return None
 
 

@@ -10,6 +10,7 @@ import pytest
 from qrsup.agents.records import read_events
 from qrsup.agents.session import AgentSpec, RunPaths
 from qrsup.supervisor.cli import main
+from qrsup.supervisor.headless import event_line
 
 from tests.fake_openai_server import FakeOpenAIServer, ScriptedReply
 from tests.loop_helpers import TINY_SUITE, make_session
@@ -106,3 +107,15 @@ def test_headless_exits_1_when_every_agent_crashed(tmp_path, capsys):
     argv = ["--workspace", str(paths.root.parents[1]), "--session", "t", "run", "--headless"]
     assert main(argv) == 1
     assert "crashed: every agent" in capsys.readouterr().out
+
+
+def test_status_changes_get_one_line_each_and_repeated_waits_none():
+    wait = {"event": "quota_wait", "agent": "m1", "time": "2026-01-02 14:00:00",
+            "detail": "gpt-5 waiting for quota until 14:05: HTTP 429"}  # fmt: skip
+    assert (
+        event_line(wait)
+        == "14:00:00 m1 waiting for quota: gpt-5 waiting for quota until 14:05: HTTP 429"
+    )
+    assert event_line({**wait, "again": True}) is None
+    paused = {"event": "budget_paused", "agent": "m1", "detail": "$5.00 of its $5.00 budget spent"}
+    assert "paused at its cost budget (qrsup budget to go on): $5.00 of" in event_line(paused)
