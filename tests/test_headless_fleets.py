@@ -13,18 +13,9 @@ from qrsup.supervisor.cli import main
 from qrsup.supervisor.headless import event_line
 
 from tests.fake_openai_server import FakeOpenAIServer, ScriptedReply
-from tests.loop_helpers import TINY_SUITE, make_session
+from tests.loop_helpers import PANEL_EDIT, TINY_SUITE, make_session
 
 KEY = "sk-headless-test-7f3a9c1e5b"
-EDIT = """HYPOTHESIS: 16-column panels shorten the sequential panel chain
-FAMILY: blocked_wy
-
-<<<<<<< SEARCH
-panel_width=32
-=======
-panel_width=16
->>>>>>> REPLACE
-"""
 FAKE_AGENT = """#!/bin/sh
 # A coding-agent CLI as qrsup runs one: it reads the prompt file, edits the candidate in its
 # work dir, writes a hypothesis, and prints its usage the way Claude Code's JSON output does.
@@ -62,7 +53,7 @@ def test_headless_openai_agent_records_its_proposals_and_the_key_is_nowhere_on_d
 ):
     workspace, suite = workspace_with_suite(tmp_path)
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    with FakeOpenAIServer(default=ScriptedReply(EDIT), models=["test-model"]) as server:
+    with FakeOpenAIServer(default=ScriptedReply(PANEL_EDIT), models=["test-model"]) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         argv = ["--workspace", str(workspace), "run", "--headless", "--init", "--agents", "1"]
         argv += ["--suite", str(suite), "--budget", "1"]

@@ -72,25 +72,13 @@ def promotable_session(tmp_path) -> tuple[RunPaths, str]:
                 time.time(),
             )
         )
-    store.add_evaluation(
-        "c-incumbent",
-        "bootstrap",
-        0,
-        "full",
-        report("pass", INCUMBENT_NS, 7, "full"),
-        {0: 1e3, 1: 1e3},
-    )
-    store.add_evaluation(
-        "c-16panels", "a1", 1, "quick", report("pass", CANDIDATE_NS, 11, "quick"), {0: 900.0}
-    )
-    store.add_evaluation(
-        "c-16panels",
-        "a1",
-        1,
-        "full",
-        report("pass", CANDIDATE_NS, 12, "full"),
-        {0: 900.0, 1: 900.0},
-    )
+    for cid, agent, stage, geomean_ns, seed in (
+        ("c-incumbent", "bootstrap", "full", INCUMBENT_NS, 7),
+        ("c-16panels", "a1", "quick", CANDIDATE_NS, 11),
+        ("c-16panels", "a1", "full", CANDIDATE_NS, 12),
+    ):
+        means = {0: geomean_ns, 1: geomean_ns}
+        store.add_evaluation(cid, agent, 1, stage, report("pass", geomean_ns, seed, stage), means)
     store.record_iteration(
         "a1", 1, "c-16panels", "pass", "beam exploit", "16-column panels", "", CANDIDATE_NS, {}
     )
