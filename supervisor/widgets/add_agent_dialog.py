@@ -9,6 +9,7 @@ screen's thread) before the agent is added; a mistake stays in the form.
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 from typing import ClassVar
 
 from qrsup.agents.goals import GoalError, parse_goal
@@ -26,6 +27,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static
+from textual.worker import Worker, WorkerState
 
 MODEL_FIELDS = ("#model", "#base-url", "#api-key-env")
 
@@ -58,6 +60,7 @@ class AddAgentDialog(ModalScreen[AgentSpec | None]):
         super().__init__()
         self.session = session
         self.settings = settings
+        self._probing: AgentSpec | None = None
 
     def compose(self) -> ComposeResult:
         goal = self.session.agents[0].goal if self.session.agents else DEFAULT_GOAL
@@ -143,7 +146,9 @@ class AddAgentDialog(ModalScreen[AgentSpec | None]):
             return
         self._error(f"asking {spec.model.get('base_url') or 'api.openai.com'} for its models…")
         self.query_one("#add", Button).disabled = True
-        self.run_worker(lambda: self._probe(spec), thread=True, exclusive=True, group="probe")
+        self._probing = spec
+        config = ModelConfig.from_mapping(spec.model)
+        self.run_worker(partial(probe_endpoint, config), thread=True, exclusive=True, group="probe")
 
     def _settings_for(self) -> WorkspaceSettings:
         """The fields are the whole truth: an emptied endpoint field means OpenAI itself."""
@@ -151,16 +156,20 @@ class AddAgentDialog(ModalScreen[AgentSpec | None]):
         model = {k: v for k, v in self.settings.model.items() if k not in shown}
         return replace(self.settings, model=model)
 
-    def _probe(self, spec: AgentSpec) -> None:
-        problem = probe_endpoint(ModelConfig.from_mapping(spec.model))
-        self.app.call_from_thread(self._probed, spec, problem)
-
-    def _probed(self, spec: AgentSpec, problem: str) -> None:
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """The probe's answer; a dialog closed meanwhile never hears it."""
+        if event.worker.group != "probe" or event.state not in (
+            WorkerState.SUCCESS,
+            WorkerState.ERROR,
+        ):
+            return
         self.query_one("#add", Button).disabled = False
-        if problem:
+        failed = event.state == WorkerState.ERROR
+        problem = f"the probe failed: {event.worker.error}" if failed else event.worker.result
+        if problem or self._probing is None:
             self._error(problem)
         else:
-            self.dismiss(spec)
+            self.dismiss(self._probing)
 
     def _error(self, text: str) -> None:
         self.query_one(".dialog-error", Static).update(Text(text))
