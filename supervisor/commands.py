@@ -133,11 +133,9 @@ def status_table(fleet: Fleet) -> Table:
     """Agents with their state and spend, and the beam, incumbent and spend of the session."""
     table = Table(title=f"session {fleet.session.name}", title_justify="left")
     columns = ("agent", "role", "proposer", "state", "it", "best", "spend", "last", "heartbeat")
-    for column in (*columns, "goal"):
-        if column == "state":  # its detail can be long ("at its budget: $3.00 of …")
-            table.add_column(column, max_width=STATE_WIDTH, overflow="ellipsis", no_wrap=True)
-        else:
-            table.add_column(column)
+    for column in columns:  # figures never wrap; the state's detail is cut, the goal wraps
+        table.add_column(column, no_wrap=True, overflow="ellipsis", max_width=STATE_WIDTH)
+    table.add_column("goal", ratio=1)
     statuses = fleet.statuses()
     for s in statuses:
         age = f"{s.heartbeat_age_s:.0f}s" if s.heartbeat_age_s is not None else "—"
