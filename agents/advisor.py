@@ -1,6 +1,7 @@
 """The advisor: fresh, different ideas for an agent that has stopped improving.
 
-It is asked automatically once per plateau (N outcomes with no new best) and on demand. With a
+It is asked automatically once per stall (N evaluations with no gain beyond the noise, as
+`stall.py` defines it) and on demand. With a
 model configured (a stronger one, by default) it asks that model; without one, or when the model
 fails, it draws ideas the agent has not been given from `prompts/ideas.md`, labelled as coming
 from the playbook and not from a model.
@@ -8,7 +9,6 @@ from the playbook and not from a model.
 
 from __future__ import annotations
 
-import math
 import os
 import random
 import re
@@ -31,6 +31,7 @@ from qrsup.agents.proposers.prompt_builder import (
 )
 from qrsup.agents.records import read_events
 from qrsup.agents.session import AgentSpec, RunPaths, SessionConfig
+from qrsup.agents.stall import stall_start
 from qrsup.prompts.loader import PromptError, load_template, render
 
 _SECTION = re.compile(r"^## ([a-z0-9][a-z0-9-]*): (.+)$", re.M)
@@ -85,27 +86,6 @@ def load_playbook(sources: PromptSources = DEFAULT_SOURCES) -> list[PlaybookIdea
     ]
 
 
-def last_improvement(history: Iterable[OutcomeSummary]) -> int:
-    """Iteration of the last pass faster than every pass before it; 0 when none passed."""
-    best, last = math.inf, 0
-    for outcome in sorted(history, key=lambda o: o.iteration):
-        if outcome.verdict != "pass" or outcome.geomean_ns is None:
-            continue
-        if outcome.geomean_ns < best:
-            best, last = outcome.geomean_ns, outcome.iteration
-    return last
-
-
-def plateau_start(history: Sequence[OutcomeSummary], patience: int) -> int | None:
-    """The iteration a plateau began at, once `patience` outcomes followed it without a new best.
-
-    `history` is every outcome of the agent (at least since its best), oldest or newest first.
-    """
-    start = last_improvement(history)
-    stale = sum(1 for outcome in history if outcome.iteration > start)
-    return start if stale >= patience else None
-
-
 class Advisor:
     """Gives an agent 1–3 ideas: once per plateau on its own, or whenever asked."""
 
@@ -135,9 +115,11 @@ class Advisor:
         history: Sequence[OutcomeSummary],
         context: ProposalContext | None = None,
         beam: str = "",
+        noise: float = 0.0,
     ) -> Advice:
-        """Advice when `history` ends in a plateau not yet advised on; empty Advice otherwise."""
-        start = plateau_start(history, self.patience)
+        """Advice when `history` ends in a stall (`stall.py`) not yet advised on; empty Advice
+        otherwise."""
+        start = stall_start(history, self.patience, noise)
         if start is None or start in self._advised_plateaus:
             return Advice()
         self._advised_plateaus.add(start)

@@ -13,6 +13,7 @@ from pathlib import Path
 from qrsup.agents.advisor import build_advisor
 from qrsup.agents.evaluation import Evaluator
 from qrsup.agents.heartbeat import read_beat, write_beat
+from qrsup.agents.hooks import StatusHook
 from qrsup.agents.incumbent import REPO_ROOT
 from qrsup.agents.lifecycle import record_death
 from qrsup.agents.loop import ResearchAgent
@@ -20,6 +21,7 @@ from qrsup.agents.proposal import Proposer
 from qrsup.agents.proposers import CommandConfig, CommandProposer, ModelConfig, OpenAIProposer
 from qrsup.agents.records import AgentLog, append_event
 from qrsup.agents.session import AgentSpec, RunPaths, SessionConfig, load_session
+from qrsup.agents.settings import SettingsError, WorkspaceSettings, load_settings
 from qrsup.agents.spaces import space_for
 from qrsup.agents.store import Store
 from qrsup.agents.tuner import Sample, TunerProposer
@@ -58,6 +60,39 @@ def build_proposer(spec: AgentSpec, session: SessionConfig, store: Store) -> Pro
     )
 
 
+def build_fallback(spec: AgentSpec) -> Proposer | None:
+    """The openai agent's fallback model, asked while its own waits for quota."""
+    if spec.proposer != "openai":
+        return None
+    config = ModelConfig.from_mapping(spec.model)
+    if not config.fallback_model:
+        return None
+    return OpenAIProposer(config.for_model(config.fallback_model))
+
+
+def status_hook(
+    settings: WorkspaceSettings, session: SessionConfig, paths: RunPaths, name: str
+) -> StatusHook:
+    """The workspace's status-change hook, recording each run in the agent's events."""
+    return StatusHook(
+        settings.hooks,
+        name,
+        session.name,
+        str(session.workspace),
+        lambda event: append_event(paths.events(name), {"agent": name, **event}),
+    )
+
+
+def _crash_hook(session: SessionConfig, paths: RunPaths, name: str, detail: str) -> None:
+    """Run the hook for a crash, waiting for it: the process ends right after."""
+    try:
+        settings = load_settings(session.workspace)
+    except SettingsError as exc:
+        AgentLog(paths.agent_log(name)).write(f"no crash hook: {exc}")
+        return
+    status_hook(settings, session, paths, name).fire("crash", detail, wait=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = argv if argv is not None else sys.argv[1:]
     paths, name = RunPaths(Path(args[0])), args[1]
@@ -70,10 +105,22 @@ def main(argv: list[str] | None = None) -> int:
     try:
         # The tuner's candidates are qrsup's own code: they may share compiled kernels.
         cache = shared(paths.agent_dir(name) / "triton") if spec.proposer == "tuner" else None
+        settings = load_settings(session.workspace)
         evaluator = Evaluator.for_session(paths, session, device, cache)
         proposer = build_proposer(spec, session, store)
         advisor = build_advisor(spec, session, paths)
-        agent = ResearchAgent(paths, session, spec, store, proposer, evaluator, advisor)
+        agent = ResearchAgent(
+            paths,
+            session,
+            spec,
+            store,
+            proposer,
+            evaluator,
+            advisor,
+            fallback=build_fallback(spec),
+            hook=status_hook(settings, session, paths, name),
+            guidance=session.workspace / settings.guidance_file,
+        )
         return agent.run()
     except Exception:
         text = traceback.format_exc()
@@ -86,6 +133,7 @@ def main(argv: list[str] | None = None) -> int:
         if beat is not None:
             crashed = replace(beat, state="crashed", detail=last_line, updated_at=time.time())
             write_beat(paths.heartbeat(name), crashed)
+        _crash_hook(session, paths, name, last_line)
         return 1
     finally:
         store.close()

@@ -120,6 +120,7 @@ class Decider:
             by=f"rule ({self.recorder.agent})",
             noise=comparison.to_dict(),
             progress=self.progress("revalidate"),
+            force=True,  # the interleaved re-timing just measured the gain beyond the noise
         )
         if not result.ok:
             return Decided(decision, f"promotion refused: {result.message}")

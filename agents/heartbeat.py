@@ -17,6 +17,7 @@ STATES = (
     "evaluating",
     "idle",
     "paused",
+    "waiting",  # for quota, until the time in its detail
     "goal met",
     "crashed",
     "stopped",

@@ -14,12 +14,13 @@ import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-KINDS = ("steer", "goal", "advisor", "pause", "resume", "stop")
+KINDS = ("steer", "goal", "advisor", "pause", "resume", "stop", "budget")
 
 
 @dataclass(frozen=True)
 class Message:
-    """A steering message: `kind` is one of KINDS; `text` is free text, or the goal for `goal`."""
+    """A steering message: `kind` is one of KINDS; `text` is free text, the goal for `goal`, or
+    the new cost budget for `budget` (`$10`, `500k tokens`)."""
 
     id: str
     kind: str

@@ -21,7 +21,9 @@ from qrsup.agents.decision import Decider
 from qrsup.agents.evaluation import Evaluator, StageResult, geomean_over
 from qrsup.agents.git_workspace import WorkspaceError
 from qrsup.agents.goals import parse_goal
+from qrsup.agents.guidance import Guidance
 from qrsup.agents.heartbeat import Heartbeat
+from qrsup.agents.hooks import StatusHook
 from qrsup.agents.incumbent import Incumbent, bootstrap_incumbent
 from qrsup.agents.lifecycle import record_death
 from qrsup.agents.phase_focus import latest_stage_shares
@@ -32,11 +34,14 @@ from qrsup.agents.proposal import (
     ProposalFailure,
     Proposer,
 )
+from qrsup.agents.quota import clock, model_of
 from qrsup.agents.recorder import IterationDraft, Recorder
 from qrsup.agents.records import format_ms
 from qrsup.agents.recovery import commit_candidate, recover_branch, recover_promotion
 from qrsup.agents.session import AgentSpec, RunPaths, SessionConfig
-from qrsup.agents.steering import AgentState, take_messages
+from qrsup.agents.spend import recorded_spend
+from qrsup.agents.status_changes import StatusChanges
+from qrsup.agents.steering import AgentState, current_budget, take_messages
 from qrsup.agents.store import Store
 from qrsup.agents.tuner import source_hash
 from qrsup.kernels.judge.locks import file_lock
@@ -71,12 +76,16 @@ class ResearchAgent:
         proposer: Proposer,
         evaluator: Evaluator,
         advisor: Advisor,
+        fallback: Proposer | None = None,
+        hook: StatusHook | None = None,
+        guidance: Path | None = None,
     ) -> None:
         self.paths = paths
         self.session = session
         self.spec = spec
         self.store = store
         self.proposer = proposer
+        self.fallback = fallback  # asked while the proposer's model waits for quota
         self.evaluator = evaluator
         self.advisor = advisor
         self.name = spec.name
@@ -84,7 +93,10 @@ class ResearchAgent:
         self.log = self.recorder.log
         self.heartbeat = Heartbeat(paths.heartbeat(spec.name), spec.goal)
         self.decider = Decider(paths, session, store, evaluator, self.recorder, self._progress)
-        self.state = AgentState(goal=parse_goal(spec.goal))
+        self.state = AgentState(goal=parse_goal(spec.goal), budget=current_budget(spec, store))
+        spend = recorded_spend(store, paths.events(spec.name), spec.name)
+        self.changes = StatusChanges(self.recorder.event, hook, spend, session.advisor_after)
+        self.guidance = Guidance(guidance)
         self.started = time.monotonic()
         self.iteration = 0
         self.best_ns: float | None = None
@@ -128,11 +140,14 @@ class ResearchAgent:
                 self.recorder.event({"event": "stopped", "reason": budget})
                 self.log.write(f"stopping: {budget}")
                 break
+            if not self.state.paused and (over := self.state.budget.exceeded(self.changes.spend)):
+                self._pause_for_budget(over)
             if self.state.paused or self.state.goal_met:
-                self.heartbeat.update(
-                    state="paused" if self.state.paused else "goal met", goal=self.state.goal.text
-                )
-                time.sleep(IDLE_POLL_SECONDS)
+                self._idle("paused" if self.state.paused else "goal met")
+                continue
+            if self._proposer_now() is None:
+                until = clock(self.changes.quota.earliest() or 0.0)
+                self._idle("waiting", f"for quota until {until}")
                 continue
             self.iteration += 1
             self.iterate(self.iteration)
@@ -147,6 +162,9 @@ class ResearchAgent:
         context = self._context(iteration, incumbent)
         record.parent_id = context.parent.candidate_id
         outcome = self._propose(context)
+        if isinstance(outcome, ProposalFailure) and outcome.kind == "quota":
+            self.iteration = iteration - 1  # a wait for quota, not an attempt: nothing was tried
+            return
         record.usage = _usage(outcome)
         if isinstance(outcome, ProposalFailure):
             record.reason = f"{outcome.kind}: {outcome.reason}"
@@ -176,6 +194,7 @@ class ResearchAgent:
             if decided.verdict == Verdict.PASS:
                 self._note_best(result.report.geomean_ns)
             if record.decision != Decision.REJECTED:
+                self.changes.passed(self.store, candidate.id, result.report.geomean_ns)
                 self._profile(candidate, result, incumbent)
         elif result.passed and record.comparison is not None:
             record.decision = Decision.NOT_PROMISING
@@ -183,7 +202,9 @@ class ResearchAgent:
             record.reason = f"quick stage more than {margin} slower: {record.comparison.describe()}"
         self._finish(record)
         self._check_goal(record)
-        self._consult_advisor(context)
+        history = self.store.outcomes(self.name)
+        self.changes.stall(history, self.decider.noise)
+        self._consult_advisor(context, history)
 
     def _context(self, iteration: int, incumbent: Incumbent) -> ProposalContext:
         parent = self._parent_row(incumbent)
@@ -201,14 +222,26 @@ class ResearchAgent:
             spec_labels=tuple(s.label for s in self.evaluator.suite.benchmarks),
             work_dir=self.paths.work(self.name),
             stage_shares=latest_stage_shares(self.store.profiles(parent.id)),
+            guidance=self._read_guidance(),
         )
 
     def _propose(self, context: ProposalContext) -> Proposal | ProposalFailure:
-        self.heartbeat.update(state="proposing", iteration=context.iteration, detail="")
-        self.log.write(f"it {context.iteration}: proposing from {context.parent.candidate_id}")
-        outcome = self.proposer.propose(context)
+        model, proposer = self._proposer_now() or (model_of(self.proposer), self.proposer)
+        detail = "" if proposer is self.proposer else f"fallback {model} while waiting for quota"
+        self.heartbeat.update(state="proposing", iteration=context.iteration, detail=detail)
+        self.log.write(
+            f"it {context.iteration}: proposing from {context.parent.candidate_id}"
+            + (f" ({detail})" if detail else "")
+        )
+        outcome = proposer.propose(context)
         if outcome.transcript:
             self.log.write(outcome.transcript)
+        self.changes.spent(outcome.usage)
+        if isinstance(outcome, ProposalFailure) and outcome.kind == "quota":
+            until = self.changes.quota_wait(model, outcome, time.time())
+            self.log.write(f"{model} waits for quota until {clock(until)}: {outcome.reason}")
+        else:
+            self.changes.quota_answered(model)
         if isinstance(outcome, Proposal):
             self.state.steering.clear()
             self.state.advice.clear()
@@ -341,8 +374,50 @@ class ResearchAgent:
     def _finish(self, record: IterationDraft) -> None:
         self.recorder.record(record, self.state.goal.text)
         self.heartbeat.update(
-            state="idle", last_verdict=record.verdict, best_geomean_ns=self.best_ns, detail=""
+            state="idle",
+            last_verdict=record.verdict,
+            best_geomean_ns=self.best_ns,
+            detail="",
+            extra=self._beat_extra(),
         )
+
+    def _idle(self, state: str, detail: str | None = None) -> None:
+        """Between iterations without iterating: paused, goal met, or waiting for quota."""
+        changes: dict[str, object] = {"state": state, "goal": self.state.goal.text}
+        if detail is not None:
+            changes["detail"] = detail
+        self.heartbeat.update(**changes, extra=self._beat_extra())
+        time.sleep(IDLE_POLL_SECONDS)
+
+    def _beat_extra(self) -> dict[str, object]:
+        """Spend, budget, stall and quota wait, for the agent list and `qrsup status`."""
+        return {
+            **self.changes.beat_extra(),
+            "budget": self.state.budget.to_dict(),
+            "budget_paused": self.state.budget_paused,
+        }
+
+    def _pause_for_budget(self, reason: str) -> None:
+        """Pause and ask: a person raises the budget (which resumes it) or leaves it paused."""
+        if not self.state.budget_paused:
+            self.changes.budget_paused(reason)
+            self.log.write(f"pausing: {reason}; raise it (qrsup budget {self.name} …) to go on")
+        self.state.budget_paused = self.state.paused = True
+        self.heartbeat.update(detail=f"at its budget: {reason}")
+
+    def _proposer_now(self) -> tuple[str, Proposer] | None:
+        """The agent's own proposer, or its fallback while the own model waits for quota."""
+        return self.changes.quota.pick((self.proposer, self.fallback), time.time())
+
+    def _read_guidance(self) -> str:
+        text, changed = self.guidance.read()
+        if changed:
+            self.recorder.event(
+                {"event": "guidance", "digest": self.guidance.digest, "chars": len(text)}
+            )
+            lines = len(text.splitlines())
+            self.log.write(f"guidance changed: {lines} line(s) now in every prompt")
+        return text
 
     def _check_goal(self, record: IterationDraft) -> None:
         """Only a candidate the decision kept (a beam slot or a promotion) can meet the goal."""
@@ -387,10 +462,11 @@ class ResearchAgent:
         self.recorder.event({"event": "session_paused", "reason": reason})
         self.log.write(text)
 
-    def _consult_advisor(self, context: ProposalContext) -> None:
-        """On a new plateau, the advisor's ideas go to the inbox like any other steering."""
-        history = self.store.outcomes(self.name)
-        advice = self.advisor.maybe_advise(history, context, beam=self._beam_summary())
+    def _consult_advisor(self, context: ProposalContext, history: tuple) -> None:
+        """On a new stall, the advisor's ideas go to the inbox like any other steering."""
+        beam = self._beam_summary()
+        advice = self.advisor.maybe_advise(history, context, beam, self.decider.noise)
+        self.changes.spent(advice.usage)
         if not advice.ideas:
             return
         for idea in advice.ideas:

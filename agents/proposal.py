@@ -65,6 +65,7 @@ class ProposalContext:
     spec_labels: tuple[str, ...]
     work_dir: Path
     stage_shares: dict[str, float] = field(default_factory=dict)  # the parent's, if profiled
+    guidance: str = ""  # the workspace's guidance file, re-read this iteration
 
 
 @dataclass(frozen=True)
@@ -92,8 +93,9 @@ class Proposal:
 class ProposalFailure:
     """A proposal that produced no candidate; recorded, and the loop goes on.
 
-    `kind`: malformed | no_apply | refusal | truncated | timeout | endpoint | exhausted | config
-    (`config`: a prompt template or command template a human must fix).
+    `kind`: malformed | no_apply | refusal | truncated | timeout | endpoint | exhausted | config |
+    quota (`config`: a prompt template or command template a human must fix; `quota`: rate-limited
+    or out of quota, ask again after `wait_s`).
     `pause` asks the agent to pause with `reason` shown (e.g. a dead endpoint).
     """
 
@@ -102,6 +104,7 @@ class ProposalFailure:
     usage: Usage = field(default_factory=Usage)
     pause: bool = False
     transcript: str = ""
+    wait_s: float = 0.0
 
 
 class Proposer(Protocol):

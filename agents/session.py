@@ -27,6 +27,8 @@ class AgentSpec:
     device: str = "cpu"  # cpu; cuda (a GPU leased at start); cuda:N (pinned to GPU N)
     max_iterations: int = 0  # 0: no limit
     max_seconds: float = 0.0  # 0: no limit
+    max_usd: float = 0.0  # cost budget; reaching it pauses the agent and asks; 0: no limit
+    max_tokens: int = 0  # the same in tokens
     model: dict[str, object] = field(default_factory=dict)
     command: str = ""
 
@@ -182,4 +184,6 @@ def _toml(value: object) -> str:
     if isinstance(value, str):
         escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
         return f'"{escaped}"'
+    if isinstance(value, dict):  # a model table's `retry`, as an inline table
+        return "{" + ", ".join(f"{k} = {_toml(v)}" for k, v in value.items()) + "}"
     raise SessionError(f"cannot write {value!r} to session.toml")

@@ -1,9 +1,35 @@
-"""The workspace's `qrsup.toml`: defaults a person keeps beside their workspace.
+"""The workspace's `qrsup.toml` and the environment: defaults a person keeps beside a workspace.
 
-Built once, from the file's tables, into one frozen object. Keys never live here: they come
-from the environment only.
+Built once by `load_settings` (defaults, then the file, then the environment) into one frozen
+object that the command line, the TUI, the agents and the tests share; command-line flags are
+applied over it when a session is launched. Keys never live here: they come from the
+environment only, read where a request is made.
 
 ```toml
+[launch]                # a new session's defaults (flags override each)
+suite = "qr_v2"
+gpus = "0,1"
+agents = 3
+proposer = "openai"     # tuner, openai or command
+cost_budget = "$5"      # per agent: dollars ($5, 5usd), tokens (200k tokens), or both
+
+[model]                 # the openai proposer's endpoint and model (any `[agents.model]` setting)
+model = "gpt-5"
+base_url = "http://127.0.0.1:8000/v1"   # OPENAI_BASE_URL overrides it
+api_key_env = "OPENAI_API_KEY"          # the variable holding the key, never the key
+fallback_model = "gpt-5-mini"           # asked while the model waits for quota
+
+[commands]              # command templates for the command proposer, by name
+default = "codex exec {prompt_file}"
+claude = "claude -p {prompt}"
+
+[hooks]                 # run once per status change of an agent
+command = "notify-send qrsup '{agent}: {status} {detail}'"
+on = ["new_best", "crash", "stall", "budget", "quota"]
+
+[guidance]
+file = "guidance.md"    # every agent re-reads it each iteration
+
 [judge]
 isolation = "auto"      # "auto", "required" (fail without the boundary) or "off"
 user = "qrsup-judge"    # who the contestant runs as when the judge runs as root
@@ -15,15 +41,23 @@ max_processes = 4096    # processes and threads; a fork bomb stops here
 
 from __future__ import annotations
 
+import os
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from qrsup.agents.hooks import HookSettings
+from qrsup.agents.proposers.chat import checked_settings
+from qrsup.agents.spend import parse_cost_budget
 from qrsup.kernels.judge.sandbox import IsolationSettings
 
 SETTINGS_FILE = "qrsup.toml"
 MiB = 2**20
+BASE_URL_ENV = "OPENAI_BASE_URL"
+DEFAULT_GUIDANCE = "guidance.md"
 _JUDGE_KEYS = {"isolation", "user", "private_dir_mb", "tmp_mb", "max_processes"}
+_TABLES = {"launch", "model", "commands", "hooks", "guidance", "judge"}
 
 
 class SettingsError(ValueError):
@@ -31,39 +65,136 @@ class SettingsError(ValueError):
 
 
 @dataclass(frozen=True)
+class LaunchDefaults:
+    """The `[launch]` table: a new session's defaults; None leaves the product's default."""
+
+    suite: str | None = None
+    """Suite name or TOML file; qr_v2 on CUDA, smoke on the CPU otherwise."""
+    gpus: str | None = None
+    """GPUs agents may lease, e.g. "0,1"; every visible one otherwise."""
+    agents: int | None = None
+    """How many agents a new session starts (3)."""
+    proposer: str | None = None
+    """tuner, openai or command (tuner)."""
+    cost_budget: str | None = None
+    """Per agent, e.g. "$5" or "200k tokens"; none otherwise."""
+
+
+@dataclass(frozen=True)
 class WorkspaceSettings:
-    """What qrsup.toml sets; every field has a default, so the file is optional."""
+    """What qrsup.toml and the environment set; every field has a default, so both are optional."""
 
     judge: IsolationSettings = field(default_factory=IsolationSettings)
+    """The judge's boundary."""
+    launch: LaunchDefaults = field(default_factory=LaunchDefaults)
+    """A new session's defaults."""
+    model: Mapping[str, object] = field(default_factory=dict)
+    """Model settings for `openai` agents; `base_url` from OPENAI_BASE_URL when that is set."""
+    commands: Mapping[str, str] = field(default_factory=dict)
+    """Named command templates; `default` serves `--proposer command` without `--command`."""
+    hooks: HookSettings = field(default_factory=HookSettings)
+    """The status-change hook."""
+    guidance_file: str = DEFAULT_GUIDANCE
+    """Relative to the workspace; every agent re-reads it each iteration."""
 
 
-def load_settings(workspace: Path) -> WorkspaceSettings:
-    """The workspace's settings, or the defaults where it has no qrsup.toml."""
+def load_settings(workspace: Path, environ: Mapping[str, str] = os.environ) -> WorkspaceSettings:
+    """The workspace's settings: defaults, then its qrsup.toml, then the environment."""
     path = workspace / SETTINGS_FILE
-    if not path.exists():
-        return WorkspaceSettings()
+    data: dict[str, object] = {}
+    if path.exists():
+        try:
+            data = tomllib.loads(path.read_text())
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise SettingsError(f"{path}: {exc}") from None
+    if unknown := sorted(set(data) - _TABLES):
+        raise SettingsError(f"{path}: unknown table(s) or key(s): {', '.join(unknown)}")
     try:
-        data = tomllib.loads(path.read_text())
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise SettingsError(f"{path}: {exc}") from None
-    return WorkspaceSettings(judge=_judge(data.get("judge", {}), path))
-
-
-def _judge(table: object, path: Path) -> IsolationSettings:
-    if not isinstance(table, dict):
-        raise SettingsError(f"{path}: [judge] must be a table")
-    unknown = set(table) - _JUDGE_KEYS
-    if unknown:
-        raise SettingsError(f"{path}: unknown [judge] key(s): {', '.join(sorted(unknown))}")
-    defaults = IsolationSettings()
-    try:
-        return IsolationSettings(
-            mode=str(table.get("isolation", defaults.mode)),
-            user=table.get("user", defaults.user),
-            private_dir_bytes=int(table.get("private_dir_mb", defaults.private_dir_bytes // MiB))
-            * MiB,
-            tmp_bytes=int(table.get("tmp_mb", defaults.tmp_bytes // MiB)) * MiB,
-            max_processes=int(table.get("max_processes", defaults.max_processes)),
+        model = checked_settings(_table(data, "model"))
+        if environ.get(BASE_URL_ENV):
+            model["base_url"] = environ[BASE_URL_ENV]
+        return WorkspaceSettings(
+            judge=_judge(_table(data, "judge")),
+            launch=_launch(_table(data, "launch")),
+            model=model,
+            commands=_commands(_table(data, "commands")),
+            hooks=_hooks(_table(data, "hooks")),
+            guidance_file=_guidance(_table(data, "guidance")),
         )
     except (TypeError, ValueError) as exc:
-        raise SettingsError(f"{path}: [judge]: {exc}") from None
+        raise SettingsError(f"{path}: {exc}") from None
+
+
+def _table(data: Mapping[str, object], name: str) -> dict[str, object]:
+    table = data.get(name, {})
+    if not isinstance(table, dict):
+        raise ValueError(f"[{name}] must be a table")
+    return table
+
+
+def _only(table: Mapping[str, object], name: str, known: set[str]) -> None:
+    if unknown := sorted(set(table) - known):
+        raise ValueError(f"unknown [{name}] key(s): {', '.join(unknown)}")
+
+
+def _judge(table: Mapping[str, object]) -> IsolationSettings:
+    _only(table, "judge", _JUDGE_KEYS)
+    defaults = IsolationSettings()
+    values = {
+        "isolation": defaults.mode,
+        "user": defaults.user,
+        "private_dir_mb": defaults.private_dir_bytes // MiB,
+        "tmp_mb": defaults.tmp_bytes // MiB,
+        "max_processes": defaults.max_processes,
+        **table,
+    }
+    try:
+        return IsolationSettings(
+            mode=str(values["isolation"]),
+            user=values["user"],  # type: ignore[arg-type]
+            private_dir_bytes=int(values["private_dir_mb"]) * MiB,  # type: ignore[call-overload]
+            tmp_bytes=int(values["tmp_mb"]) * MiB,  # type: ignore[call-overload]
+            max_processes=int(values["max_processes"]),  # type: ignore[call-overload]
+        )
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"[judge]: {exc}") from None
+
+
+def _launch(table: Mapping[str, object]) -> LaunchDefaults:
+    _only(table, "launch", {"suite", "gpus", "agents", "proposer", "cost_budget"})
+    text = {k: table[k] for k in ("suite", "gpus", "proposer", "cost_budget") if k in table}
+    if any(not isinstance(v, str) for v in text.values()):
+        raise ValueError(f"[launch]: {', '.join(sorted(text))} must be strings")
+    agents = table.get("agents")
+    if agents is not None and (not isinstance(agents, int) or agents < 1):
+        raise ValueError(f"[launch] agents must be a whole number ≥ 1, got {agents!r}")
+    if "cost_budget" in text:
+        parse_cost_budget(str(text["cost_budget"]))
+    return LaunchDefaults(agents=agents, **text)  # type: ignore[arg-type]
+
+
+def _commands(table: Mapping[str, object]) -> dict[str, str]:
+    bad = sorted(k for k, v in table.items() if not isinstance(v, str))
+    if bad:
+        raise ValueError(f"[commands] {', '.join(bad)}: a command template is a string")
+    return {k: str(v) for k, v in table.items()}
+
+
+def _hooks(table: Mapping[str, object]) -> HookSettings:
+    _only(table, "hooks", {"command", "on", "timeout_s"})
+    on = table.get("on", HookSettings.on)
+    if not isinstance(on, list | tuple) or not all(isinstance(s, str) for s in on):
+        raise ValueError("[hooks] on must be a list of statuses")
+    return HookSettings(
+        command=str(table.get("command", "")),
+        on=tuple(on),
+        timeout_s=float(table.get("timeout_s", HookSettings.timeout_s)),  # type: ignore[arg-type]
+    )
+
+
+def _guidance(table: Mapping[str, object]) -> str:
+    _only(table, "guidance", {"file"})
+    file = table.get("file", DEFAULT_GUIDANCE)
+    if not isinstance(file, str) or not file.strip():
+        raise ValueError("[guidance] file must be a path relative to the workspace")
+    return file

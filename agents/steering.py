@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from qrsup.agents import inbox
 from qrsup.agents.goals import Goal, GoalError, parse_goal
 from qrsup.agents.recorder import Recorder
-from qrsup.agents.session import RunPaths
+from qrsup.agents.session import AgentSpec, RunPaths
+from qrsup.agents.spend import CostBudget, parse_cost_budget
 from qrsup.agents.store import Store
 
 
@@ -23,6 +24,20 @@ class AgentState:
     paused: bool = False
     goal_met: bool = False
     stop_requested: bool = False
+    budget: CostBudget = field(default_factory=CostBudget)
+    budget_paused: bool = False  # paused at the budget; a new budget resumes it
+
+
+def current_budget(spec: AgentSpec, store: Store) -> CostBudget:
+    """The spec's cost budget, or the last one a person set by message (kept across restarts)."""
+    budget = CostBudget(spec.max_usd, spec.max_tokens)
+    for record in store.steering(spec.name):
+        if record.kind == "budget":
+            try:
+                budget = parse_cost_budget(record.text)
+            except ValueError:
+                continue
+    return budget
 
 
 def take_messages(
@@ -79,3 +94,11 @@ def _apply(
         state.paused = False
     elif message.kind == "stop":
         state.stop_requested = True
+    elif message.kind == "budget":
+        try:
+            state.budget = parse_cost_budget(message.text)
+        except ValueError as exc:
+            recorder.log.write(f"budget not changed: {exc}")
+            return
+        if state.budget_paused:  # the answer to the pause's question: go on
+            state.budget_paused = state.paused = False

@@ -10,7 +10,7 @@ from concurrent.futures import Future
 from dataclasses import asdict, dataclass
 
 from qrsup.agents.advisor import build_advisor
-from qrsup.agents.evaluation import Evaluator
+from qrsup.agents.evaluation import Evaluator, StageResult
 from qrsup.agents.goals import GoalError, parse_goal
 from qrsup.agents.promotion import promote
 from qrsup.agents.proposal import ParentCandidate
@@ -18,10 +18,12 @@ from qrsup.agents.proposers.chat import ModelConfig
 from qrsup.agents.records import append_event
 from qrsup.agents.session import AgentSpec, SessionError
 from qrsup.agents.side_questions import AgentRecords, SideAnswer, SideQuestions
+from qrsup.agents.spend import parse_cost_budget
 from qrsup.agents.store import Store, StoreError
 from qrsup.kernels.schema import Actor, EventKind, Progress
 from qrsup.kernels.suites import get_suite
 from qrsup.supervisor.fleet import Fleet, FleetError
+from qrsup.supervisor.promotion_evidence import PromotionEvidence, read_evidence
 
 STOP_WAIT_S = 120.0  # an evaluation in flight finishes first
 
@@ -52,6 +54,34 @@ def steer(fleet: Fleet, agent: str, text: str) -> ActionResult:
     )
 
 
+def broadcast(fleet: Fleet, text: str) -> ActionResult:
+    """The same steering to every agent of the session, running or not (it waits in the inbox)."""
+    if not text.strip():
+        return ActionResult(False, "steering text is empty")
+    names = fleet.names()
+    for name in names:
+        fleet.send(name, "steer", text.strip(), sender="human (broadcast)")
+    return ActionResult(
+        True, f"steering for every agent ({', '.join(names)}) queued; taken at their boundaries"
+    )
+
+
+def set_budget(fleet: Fleet, agent: str, text: str) -> ActionResult:
+    """A new cost budget; an agent paused at its old one resumes under the new one."""
+    if error := _known(fleet, agent):
+        return error
+    try:
+        budget = parse_cost_budget(text)
+    except ValueError as exc:
+        return ActionResult(False, str(exc))
+    fleet.send(agent, "budget", budget.text())
+    status = fleet.status(agent)
+    if budget.is_set and (over := budget.exceeded(status.spend)):
+        return ActionResult(True, f"budget {budget.text()} for {agent} queued, yet {over}")
+    effect = "resumes under it" if status.budget_paused else "takes it at its next boundary"
+    return ActionResult(True, f"budget {budget.text()} for {agent} queued; it {effect}")
+
+
 def set_goal(fleet: Fleet, agent: str, goal: str) -> ActionResult:
     if error := _known(fleet, agent):
         return error
@@ -74,9 +104,14 @@ def pause(fleet: Fleet, agent: str) -> ActionResult:
 
 
 def resume(fleet: Fleet, agent: str) -> ActionResult:
-    """Resume a paused agent, or start again one a person held (killed, stopped, paused)."""
+    """Resume a paused agent, or start again one a person held (killed, stopped, paused); one
+    paused at its cost budget needs a new budget instead."""
     if error := _known(fleet, agent):
         return error
+    if (status := fleet.status(agent)).budget_paused:
+        over = status.budget.exceeded(status.spend) or "its budget is reached"
+        raise_it = f"raise it (qrsup budget {agent} …, or $ here) to go on"
+        return ActionResult(False, f"{agent} is paused at its cost budget ({over}); {raise_it}")
     pid = fleet.resume(agent, Actor.HUMAN, "resumed by a person")
     if pid is None:
         return ActionResult(True, f"{agent} resumes at its next boundary")
@@ -142,10 +177,31 @@ def add_agent(fleet: Fleet, spec: AgentSpec) -> ActionResult:
     return ActionResult(True, f"added {spec.name} ({spec.role}, {spec.proposer}), pid {pid}")
 
 
+@dataclass(frozen=True)
+class SlowerRevalidation(ActionResult):
+    """The revalidation measured slower than the incumbent: nothing committed yet; a person who
+    confirms commits this same run (`promote_candidate(..., force=True, revalidated=…)`)."""
+
+    revalidation: StageResult | None = None
+    slower_by: float = 0.0
+
+
+def promotion_evidence(fleet: Fleet, candidate_id: str) -> PromotionEvidence | ActionResult:
+    """The diff, gain, noise band and correctness evidence a person confirms a promotion on."""
+    events = [fleet.paths.events(name) for name in fleet.names()]
+    evidence = read_evidence(fleet.paths.store, events, candidate_id, fleet.session.name)
+    return ActionResult(False, evidence) if isinstance(evidence, str) else evidence
+
+
 def promote_candidate(
-    fleet: Fleet, candidate_id: str, progress: Progress | None = None
+    fleet: Fleet,
+    candidate_id: str,
+    progress: Progress | None = None,
+    force: bool = False,
+    revalidated: StageResult | None = None,
 ) -> ActionResult:
-    """Revalidate on the full suite, then commit; a failing candidate changes nothing."""
+    """Revalidate on the full suite, then commit; a failing candidate changes nothing, and a
+    slower one only when forced."""
     session = fleet.session
     store = Store(fleet.paths.store)
     try:
@@ -166,7 +222,11 @@ def promote_candidate(
                 candidate_id,
                 by="human",
                 progress=progress,
+                force=force,
+                revalidated=revalidated,
             )
+        if result.slower_by is not None:
+            return SlowerRevalidation(False, result.message, result.revalidation, result.slower_by)
         return ActionResult(result.ok, result.message)
     finally:
         store.close()

@@ -15,17 +15,25 @@ from typing import ClassVar
 
 from qrsup.agents.lifecycle import Desired
 from qrsup.agents.session import AgentSpec
+from qrsup.agents.settings import SettingsError, load_settings
 from qrsup.agents.side_questions import SideAnswer
-from qrsup.kernels.schema import Actor, ProgressUpdate
+from qrsup.agents.spend import CostBudget
+from qrsup.kernels.schema import Actor
 from qrsup.kernels.suites import get_suite
 from qrsup.supervisor import actions
 from qrsup.supervisor.actions import ActionResult
 from qrsup.supervisor.board import read_diff
 from qrsup.supervisor.fleet import Fleet
 from qrsup.supervisor.messages import DeathsUnrecorded, DiffRead
+from qrsup.supervisor.promote_flow import (
+    EvidenceRead,
+    PromotionFinished,
+    PromotionProgressed,
+    confirm_dialog,
+    slower_dialog,
+)
 from qrsup.supervisor.widgets.add_agent_dialog import AddAgentDialog
 from qrsup.supervisor.widgets.choice_dialog import Choice, ChoiceDialog
-from qrsup.supervisor.widgets.format import ms
 from qrsup.supervisor.widgets.help_screen import HelpScreen
 from qrsup.supervisor.widgets.leaderboard import Leaderboard
 from qrsup.supervisor.widgets.main_screen import MainScreen
@@ -40,30 +48,13 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
-AGENT_ACTIONS = {"steer", "goal", "advise", "ask", "pause_resume", "kill", "restart"}
+AGENT_ACTIONS = {"steer", "goal", "advise", "ask", "pause_resume", "kill", "restart", "budget"}
 NOTIFY_S = 8.0
 
 
 @dataclass
 class ActionFinished(Message):
     """One of the person's actions finished, well or not."""
-
-    result: ActionResult
-
-
-@dataclass
-class PromotionProgressed(Message):
-    """The judge reported progress on a promotion's revalidation."""
-
-    update: ProgressUpdate
-
-    def can_replace(self, message: Message) -> bool:
-        return isinstance(message, PromotionProgressed)
-
-
-@dataclass
-class PromotionFinished(Message):
-    """A promotion committed, or was refused, with its reason."""
 
     result: ActionResult
 
@@ -92,7 +83,18 @@ class SupervisorApp(App[str]):
     BINDINGS: ClassVar[list[BindingType]] = [
         *(Binding(f"{n}", f"select_agent({n - 1})", "Select", show=False) for n in range(1, 10)),
         Binding("s", "steer", "Steer", tooltip="send steering text to the selected agent"),
+        Binding(
+            "S", "broadcast", "Steer all", show=False, tooltip="send steering text to every agent"
+        ),
         Binding("g", "goal", "Goal", tooltip="give the selected agent a new goal"),
+        Binding(
+            "dollar_sign",
+            "budget",
+            "Budget",
+            show=False,
+            key_display="$",
+            tooltip="set the agent's cost budget; one paused at its budget resumes under it",
+        ),
         Binding("a", "advise", "Advise", tooltip="ask the advisor for ideas for the agent now"),
         Binding("b", "ask", "Ask", tooltip="ask a side question about the agent (by the way…)"),
         Binding("p", "pause_resume", "Pause", tooltip="pause or resume the selected agent"),
@@ -136,9 +138,21 @@ class SupervisorApp(App[str]):
     def on_promotion_progressed(self, message: PromotionProgressed) -> None:
         self.main.query_one(PromotionBar).advance(message.update)
 
+    def on_evidence_read(self, message: EvidenceRead) -> None:
+        evidence = message.evidence
+        if isinstance(evidence, ActionResult):
+            self._report(evidence)
+            return
+        self._on_yes(confirm_dialog(evidence), partial(self._promote, message.candidate_id))
+
     def on_promotion_finished(self, message: PromotionFinished) -> None:
         self.main.query_one(PromotionBar).end()
-        self._report(message.result)
+        result = message.result
+        if isinstance(result, actions.SlowerRevalidation):
+            then = partial(self._promote, message.candidate_id, result)
+            self._on_yes(slower_dialog(message.candidate_id, result), then)
+        else:
+            self._report(result)
         self.main.watcher.refresh_board()
         self.refresh_bindings()
 
@@ -204,6 +218,25 @@ class SupervisorApp(App[str]):
         prompt = f"Steering for {agent}: taken at its next iteration boundary."
         self._ask_text("Steer", prompt, "", lambda text: self._act(actions.steer, agent, text))
 
+    def action_broadcast(self) -> None:
+        prompt = "Steering for every agent: each takes it at its next iteration boundary."
+        self._ask_text("Steer all", prompt, "", lambda text: self._act(actions.broadcast, text))
+
+    def action_budget(self) -> None:
+        agent = self.selected_agent
+        status = self.main.statuses.get(agent or "")
+        if status is None:
+            return
+        spent, budget = status.spend, status.budget
+        suggestion = CostBudget(2 * budget.usd, 2 * budget.tokens) if budget.is_set else budget
+        prompt = (
+            f"Cost budget for {agent}, which has spent {spent.text()} of {budget.text()}"
+            + (" and is paused at it" if status.budget_paused else "")
+            + ". Dollars, tokens or both: $10, 500k tokens, $10,2M tok, or none."
+        )
+        then = partial(self._act, actions.set_budget, agent)
+        self._ask_text("Budget", prompt, suggestion.text() if budget.is_set else "", then)
+
     def action_goal(self) -> None:
         agent = self.selected_agent
         status = self.main.statuses.get(agent or "")
@@ -224,6 +257,9 @@ class SupervisorApp(App[str]):
     def action_pause_resume(self) -> None:
         agent = self.selected_agent
         status = self.main.statuses.get(agent or "")
+        if status is not None and status.budget_paused:
+            self.action_budget()  # paused at its budget: resuming means raising it
+            return
         paused = status is not None and status.state == "paused"
         self._act(actions.resume if paused else actions.pause, agent)
 
@@ -241,18 +277,25 @@ class SupervisorApp(App[str]):
             if spec is not None:
                 self._act(actions.add_agent, spec)
 
-        self.push_screen(AddAgentDialog(self.fleet.session), added)
+        session = self.fleet.session
+        try:
+            settings = load_settings(session.workspace)
+        except SettingsError as exc:
+            self.notify(str(exc), severity="error", timeout=NOTIFY_S, markup=False)
+            return
+        self.push_screen(AddAgentDialog(session, settings), added)
 
     def action_promote(self) -> None:
+        """The evidence first (off the screen's thread), then the question over it."""
         entry = self.main.selected_candidate
         if entry is None:
             return
-        question = (
-            f"Promote {entry.id} ({ms(entry.geomean_ns)} ms, by {entry.agent}) to incumbent? "
-            "It is revalidated on the full suite first, then committed."
-        )
-        choices = [Choice("y", "Promote", "yes", "primary"), Choice("n", "Cancel", "no")]
-        self._confirm("Promote", question, choices, partial(self._promote, entry.id))
+
+        def work() -> None:
+            evidence = actions.promotion_evidence(self.fleet, entry.id)
+            self.post_message(EvidenceRead(entry.id, evidence))
+
+        self._in_thread(work, "evidence", exclusive=True)
 
     def action_zoom(self) -> None:
         self.screen.action_maximize()
@@ -298,11 +341,14 @@ class SupervisorApp(App[str]):
     def _confirm(
         self, title: str, question: str, choices: list[Choice], then: Callable[[], None]
     ) -> None:
+        self._on_yes(ChoiceDialog(title, question, choices, focus=1), then)
+
+    def _on_yes(self, dialog: ChoiceDialog, then: Callable[[], None]) -> None:
         def answered(answer: str | None) -> None:
             if answer == "yes":
                 then()
 
-        self.push_screen(ChoiceDialog(title, question, choices, focus=1), answered)
+        self.push_screen(dialog, answered)
 
     def _act(self, do: Callable[..., ActionResult], *args: object) -> None:
         """Run one of the person's actions on a thread; one at a time, as the fleet is shared."""
@@ -330,13 +376,20 @@ class SupervisorApp(App[str]):
         actions.record_answer(self.fleet, agent, answer)
         self.post_message(SideAnswered(answer))
 
-    def _promote(self, candidate_id: str) -> None:
+    def _promote(self, candidate_id: str, slower: actions.SlowerRevalidation | None = None) -> None:
+        """Revalidate and commit; after a second yes to a slower figure, commit that run."""
         self.main.query_one(PromotionBar).begin(candidate_id)
 
         def work() -> None:
             progress = lambda update: self.post_message(PromotionProgressed(update))  # noqa: E731
-            result = actions.promote_candidate(self.fleet, candidate_id, progress)
-            self.post_message(PromotionFinished(result))
+            result = actions.promote_candidate(
+                self.fleet,
+                candidate_id,
+                progress,
+                force=slower is not None,
+                revalidated=slower.revalidation if slower else None,
+            )
+            self.post_message(PromotionFinished(candidate_id, result))
 
         self._in_thread(work, "promote", f"promote {candidate_id}")
         self.refresh_bindings()

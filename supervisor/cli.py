@@ -8,6 +8,7 @@ from functools import partial
 from pathlib import Path
 from typing import NoReturn
 
+from qrsup.agents.session import PROPOSERS
 from qrsup.supervisor.errors import UsageError
 from qrsup.supervisor.judge_command import add_judge_commands, cuda_available, judge_command
 from qrsup.supervisor.profile_command import add_profile_command, profile_command
@@ -30,20 +31,39 @@ def _session_options(parser: argparse.ArgumentParser) -> None:
 
 def _launch_options(parser: argparse.ArgumentParser) -> None:
     _session_options(parser)
-    parser.add_argument("--agents", type=int, help="number of agents for a new session (3)")
-    parser.add_argument("--proposer", choices=("tuner", "openai", "command"), help="default: tuner")
-    parser.add_argument("--suite", help="qr_v2 on CUDA, smoke on the CPU by default")
-    parser.add_argument("--goal", help="e.g. 'geomean < 2ms' or 'beat incumbent by 5%%'")
-    parser.add_argument("--budget", help="per agent: iterations (20) or time (30m, 2h)")
+    new = parser.add_argument_group("a new session's agents (refused for an existing session)")
+    new.add_argument("--agents", type=int, help="how many agents (3)")
+    new.add_argument("--proposer", choices=PROPOSERS, help="every agent's proposer (tuner)")
+    new.add_argument("--model", help="the openai agents' model (implies --proposer openai)")
+    new.add_argument("--base-url", help="an OpenAI-compatible endpoint (or OPENAI_BASE_URL)")
+    new.add_argument("--api-key-env", help="the variable holding its key (OPENAI_API_KEY)")
+    new.add_argument(
+        "--command",
+        dest="command_template",
+        help="the command agents' template, e.g. 'codex exec {prompt_file}'",
+    )
+    new.add_argument(
+        "--agent",
+        action="append",
+        dest="agent_options",
+        metavar="NAME=PROPOSER[:MODEL_OR_COMMAND]",
+        help="one agent of a mixed fleet; repeat it (a1=tuner a2=openai:gpt-5 a3=command:TEMPLATE)",
+    )
+    new.add_argument("--suite", help="qr_v2 on CUDA, smoke on the CPU by default")
+    new.add_argument("--goal", help="e.g. 'geomean < 2ms' or 'beat incumbent by 5%%'")
+    new.add_argument("--budget", help="per agent: iterations (20) or time (30m, 2h)")
+    new.add_argument(
+        "--cost-budget", help="per agent: $5 or 200k tokens; reaching it pauses the agent and asks"
+    )
+    new.add_argument("--gpus", help="GPUs agents may lease, e.g. 0,1,2 (default: all visible)")
+    new.add_argument("--agents-per-gpu", type=int, help="agents sharing one GPU (default: 1)")
     parser.add_argument("--init", action="store_true", help="git init the workspace if needed")
-    parser.add_argument("--gpus", help="GPUs agents may lease, e.g. 0,1,2 (default: all visible)")
-    parser.add_argument("--agents-per-gpu", type=int, help="agents sharing one GPU (default: 1)")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="qrsup", description="Auto-research supervisor for GPU kernels.")
     _launch_options(parser)
-    parser.set_defaults(workspace=Path.cwd(), session="default", agents_per_gpu=1)
+    parser.set_defaults(workspace=Path.cwd(), session="default")
     commands = parser.add_subparsers(dest="command", parser_class=OneLineParser)
     add_judge_commands(commands)
     add_profile_command(commands)
@@ -61,13 +81,20 @@ def build_parser() -> argparse.ArgumentParser:
     _session_options(stop)
     for name, help_text, extra in (
         ("steer", "send steering text to an agent", "text"),
-        ("goal", "give an agent a new goal", "goal"),
+        ("goal", "give an agent a new goal", "goal_text"),
         ("ask", "ask an agent a side question", "question"),
     ):
         sub = session_verb(name, help=help_text)
         _session_options(sub)
         sub.add_argument("agent")
-        sub.add_argument(extra, nargs="+")
+        sub.add_argument(extra, nargs="+", metavar=extra.removesuffix("_text"))
+    broadcast = session_verb("broadcast", help="send steering text to every agent")
+    _session_options(broadcast)
+    broadcast.add_argument("text", nargs="+")
+    budget = session_verb("budget", help="set an agent's cost budget ($10, 500k tokens)")
+    _session_options(budget)
+    budget.add_argument("agent")
+    budget.add_argument("limit", help="dollars, tokens or both: '$10', '500k tokens', '$10,2M tok'")
     for verb in AGENT_VERBS:
         sub = session_verb(verb, help=f"{verb} an agent")
         _session_options(sub)
@@ -75,6 +102,12 @@ def build_parser() -> argparse.ArgumentParser:
     promote = session_verb("promote", help="promote a candidate to incumbent (git commit)")
     _session_options(promote)
     promote.add_argument("candidate")
+    promote.add_argument(
+        "--force",
+        action="store_true",
+        default=False,
+        help="commit even when the revalidation measures it slower than the incumbent",
+    )
     return parser
 
 

@@ -7,17 +7,21 @@ from concurrent.futures import Future
 
 from qrsup.agents.records import format_ms
 from qrsup.agents.session import SessionError
+from qrsup.agents.spend import total
 from qrsup.agents.store import Store
 from qrsup.kernels.schema import Verdict
 from qrsup.supervisor import actions
 from qrsup.supervisor.errors import UsageError
 from qrsup.supervisor.fleet import Fleet, FleetError, find_session
+from qrsup.supervisor.fleet_plan import LaunchError
 from qrsup.supervisor.headless import run_headless
-from qrsup.supervisor.launch import LaunchChoices, LaunchError, prepare_session
+from qrsup.supervisor.launch import LaunchChoices, given_new_session_options, prepare_session
+from qrsup.supervisor.widgets.format import agent_spend, agent_state
 from rich.console import Console
 from rich.table import Table
 
 ASK_TIMEOUT_S = 300.0
+STATE_WIDTH = 32
 
 
 def launch_choices(args: argparse.Namespace, device: str) -> LaunchChoices:
@@ -26,9 +30,15 @@ def launch_choices(args: argparse.Namespace, device: str) -> LaunchChoices:
         session=args.session,
         agents=args.agents,
         proposer=args.proposer,
+        model=args.model,
+        base_url=args.base_url,
+        api_key_env=args.api_key_env,
+        command=args.command_template,
+        agent_options=tuple(args.agent_options or ()),
         suite=args.suite,
         goal=args.goal,
         budget=args.budget,
+        cost_budget=args.cost_budget,
         device=device,
         init=args.init,
         gpus=args.gpus,
@@ -65,6 +75,9 @@ def _fleet(args: argparse.Namespace) -> Fleet:
 
 
 def dispatch(args: argparse.Namespace, console: Console) -> int:
+    if given := given_new_session_options(launch_choices(args, "cpu")):
+        flags = ", ".join(given)
+        raise UsageError(f"{flags} shape a new session; qrsup {args.command} ignores them")
     fleet = _fleet(args)
     if args.command == "status":
         fleet.notice_deaths()
@@ -76,10 +89,14 @@ def dispatch(args: argparse.Namespace, console: Console) -> int:
         return _ask(fleet, args.agent, " ".join(args.question), console)
     if args.command == "steer":
         result = actions.steer(fleet, args.agent, " ".join(args.text))
+    elif args.command == "broadcast":
+        result = actions.broadcast(fleet, " ".join(args.text))
+    elif args.command == "budget":
+        result = actions.set_budget(fleet, args.agent, args.limit)
     elif args.command == "goal":
-        result = actions.set_goal(fleet, args.agent, " ".join(args.goal))
+        result = actions.set_goal(fleet, args.agent, " ".join(args.goal_text))
     elif args.command == "promote":
-        result = actions.promote_candidate(fleet, args.candidate)
+        result = _promote(fleet, args.candidate, args.force, console)
     elif args.command == "stop":
         result = actions.stop_session(fleet)
     else:
@@ -96,6 +113,18 @@ def dispatch(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def _promote(
+    fleet: Fleet, candidate_id: str, force: bool, console: Console
+) -> actions.ActionResult:
+    """The evidence first, then the revalidation; a slower figure commits only with --force."""
+    evidence = actions.promotion_evidence(fleet, candidate_id)
+    if isinstance(evidence, actions.ActionResult):
+        return evidence
+    for line in evidence.lines():
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
+    return actions.promote_candidate(fleet, candidate_id, force=force)
+
+
 def _ask(fleet: Fleet, agent: str, question: str, console: Console) -> int:
     pending = actions.ask(fleet, agent, question)
     if not isinstance(pending, Future):
@@ -107,46 +136,40 @@ def _ask(fleet: Fleet, agent: str, question: str, console: Console) -> int:
 
 
 def status_table(fleet: Fleet) -> Table:
-    """Agents with their state, and the beam and incumbent from the store."""
+    """Agents with their state and spend, and the beam, incumbent and spend of the session."""
     table = Table(title=f"session {fleet.session.name}", title_justify="left")
-    columns = (
-        "agent",
-        "role",
-        "proposer",
-        "state",
-        "why",
-        "it",
-        "best",
-        "last",
-        "heartbeat",
-        "goal",
-    )
-    for column in columns:
-        table.add_column(column)
-    for s in fleet.statuses():
+    columns = ("agent", "role", "proposer", "state", "it", "best", "spend", "last", "heartbeat")
+    for column in columns:  # figures never wrap; the state's detail is cut, the goal wraps
+        table.add_column(column, no_wrap=True, overflow="ellipsis", max_width=STATE_WIDTH)
+    table.add_column("goal", ratio=1)
+    statuses = fleet.statuses()
+    for s in statuses:
         age = f"{s.heartbeat_age_s:.0f}s" if s.heartbeat_age_s is not None else "—"
         table.add_row(
             s.name,
             s.role,
             s.proposer,
-            s.state,
-            s.detail if not s.alive else "",
+            agent_state(s),
             str(s.iteration),
             format_ms(s.best_geomean_ns),
+            agent_spend(s),
             s.last_verdict or "—",
             age,
             s.goal,
         )
-    if not fleet.paths.store.exists():
-        return table
-    with Store.reader(fleet.paths.store) as store:
-        incumbent = store.candidate(store.incumbent_id() or "")
-        beam = store.beam()
-    if incumbent is not None:
-        table.caption = f"incumbent {incumbent.id} · {format_ms(incumbent.geomean_ns)}" + "".join(
-            f" · {role} {slot.candidate_id} {format_ms(slot.geomean_ns)}"
-            for role, slot in beam.items()
-        )
+    spent = total(s.spend for s in statuses)
+    caption = [f"session spend {spent.text()}"] if spent.usd or spent.tokens else []
+    if fleet.paths.store.exists():
+        with Store.reader(fleet.paths.store) as store:
+            incumbent = store.candidate(store.incumbent_id() or "")
+            beam = store.beam()
+        if incumbent is not None:
+            caption.append(f"incumbent {incumbent.id} {format_ms(incumbent.geomean_ns)}")
+            caption += [
+                f"{role} {slot.candidate_id} {format_ms(slot.geomean_ns)}"
+                for role, slot in beam.items()
+            ]
+    table.caption = " · ".join(caption) or None
     return table
 
 

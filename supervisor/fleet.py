@@ -19,7 +19,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
@@ -37,6 +37,7 @@ from qrsup.agents.lifecycle import (
     record_death,
 )
 from qrsup.agents.session import AgentSpec, RunPaths, SessionConfig, load_session, save_session
+from qrsup.agents.spend import CostBudget, Spend
 from qrsup.agents.store import Store
 from qrsup.kernels.judge.processes import kill_tree
 from qrsup.kernels.schema import Actor, Lifecycle
@@ -76,6 +77,10 @@ class AgentStatus:
     best_geomean_ns: float | None
     last_verdict: str | None
     detail: str
+    spend: Spend = field(default_factory=Spend)
+    budget: CostBudget = field(default_factory=CostBudget)
+    budget_paused: bool = False
+    stalled: int = 0  # evaluations without a gain beyond the noise; 0 while not stalled
 
 
 class Fleet:
@@ -322,6 +327,7 @@ class Fleet:
             best_geomean_ns=beat.best_geomean_ns if beat else None,
             last_verdict=beat.last_verdict if beat else None,
             detail=detail,
+            **_extra_fields(beat.extra if beat else {}, spec),
         )
 
     def _at_rest(self, name: str, beat: Beat | None) -> tuple[str, str]:
@@ -345,6 +351,20 @@ class Fleet:
         if child is not None and child.poll() is not None:
             self._exit_codes[name] = child.returncode
             del self._children[name]
+
+
+def _extra_fields(extra: dict[str, object], spec: AgentSpec) -> dict[str, object]:
+    """Spend, budget and stall from the heartbeat's `extra` (the spec's budget before any)."""
+    budget = extra.get("budget")
+    stalled = extra.get("stalled")
+    return {
+        "spend": Spend.from_dict(extra.get("spend")),
+        "budget": CostBudget(**budget)
+        if isinstance(budget, dict) and set(budget) == {"usd", "tokens"}
+        else CostBudget(spec.max_usd, spec.max_tokens),
+        "budget_paused": extra.get("budget_paused") is True,
+        "stalled": stalled if isinstance(stalled, int) else 0,
+    }
 
 
 def find_session(workspace: Path, session: str) -> RunPaths:

@@ -7,13 +7,20 @@ import time
 from types import FrameType
 
 from qrsup.agents.lifecycle import Desired
-from qrsup.agents.records import format_ms
+from qrsup.agents.records import format_ms, timestamp
 from qrsup.kernels.schema import Actor
 from qrsup.supervisor.event_tail import EventTail
 from qrsup.supervisor.fleet import Fleet
 from rich.console import Console
 
 POLL_SECONDS = 0.5
+STATUS_CHANGES = {
+    "budget_paused": "paused at its cost budget (qrsup budget to go on)",
+    "quota_wait": "waiting for quota",
+    "quota_resumed": "quota back",
+    "stalled": "stalled",
+    "new_best": "new best",
+}
 STOP_GRACE_SECONDS = 600.0
 
 
@@ -40,18 +47,34 @@ def event_line(event: dict) -> str | None:
         return f"{stamp} {agent} {kind}: {detail}"
     if kind == "advisor":
         return f"{stamp} {agent} advisor: {event.get('ideas')}"
+    if kind in STATUS_CHANGES and not event.get("again"):
+        detail = event.get("detail") or event.get("model")
+        return f"{stamp} {agent} {STATUS_CHANGES[kind]}: {detail}"
     return None
 
 
 def run_headless(fleet: Fleet, console: Console) -> int:
-    """Follow the agents until all have stopped or met their goals; Ctrl-C stops, twice kills."""
+    """Follow the agents until all have stopped or met their goals; Ctrl-C stops, twice kills.
+
+    Exits 1 when an agent crashed during the run (its `crashed` event, or a death without one).
+    """
     names = fleet.names()
+    started_at = timestamp()
     running_before = {n for n in names if fleet.is_running(n)}
     tails = {n: EventTail(fleet.paths.events(n), from_end=n in running_before) for n in names}
     for name, pid in fleet.start_all().items():
         verb = "reattached to" if name in running_before else "started"
         console.print(f"{verb} {name} (pid {pid})", highlight=False)
     interrupts = 0
+    crashed: set[str] = set()
+
+    def follow() -> None:
+        for name, tail in tails.items():
+            for event in tail.read_new():
+                if event.get("event") == "crashed" and str(event.get("time", "")) >= started_at:
+                    crashed.add(name)
+                if line := event_line(event):
+                    console.print(line, highlight=False, markup=False)
 
     def on_interrupt(signum: int, frame: FrameType | None) -> None:
         nonlocal interrupts
@@ -69,10 +92,7 @@ def run_headless(fleet: Fleet, console: Console) -> int:
     previous = signal.signal(signal.SIGINT, on_interrupt)
     try:
         while True:
-            for tail in tails.values():
-                for event in tail.read_new():
-                    if line := event_line(event):
-                        console.print(line, highlight=False, markup=False)
+            follow()
             fleet.notice_deaths()
             statuses = fleet.statuses()
             live = [s for s in statuses if s.alive]
@@ -86,14 +106,12 @@ def run_headless(fleet: Fleet, console: Console) -> int:
                     )
                 fleet.wait_stopped([s.name for s in live], STOP_GRACE_SECONDS)
             time.sleep(POLL_SECONDS)
-        for tail in tails.values():
-            for event in tail.read_new():
-                if line := event_line(event):
-                    console.print(line, highlight=False, markup=False)
+        follow()
     finally:
         signal.signal(signal.SIGINT, previous)
-    crashed = [s.name for s in fleet.statuses() if s.state in ("crashed", "died")]
+    crashed |= {s.name for s in fleet.statuses() if s.state in ("crashed", "died")}
     if crashed:
-        console.print(f"crashed: {', '.join(crashed)} (see their agent.log)")
+        every = "every agent" if crashed >= set(names) else ", ".join(sorted(crashed))
+        console.print(f"crashed: {every} (see agent.log)", highlight=False)
         return 1
     return 0

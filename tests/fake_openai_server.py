@@ -2,7 +2,8 @@
 
 Each POST to `/v1/chat/completions` takes the next scripted reply (or the default one): a chat
 completion with given content and finish reason, an HTTP error status, a raw body, or a delay.
-Requests are recorded (body and headers) so tests can see what the client sent.
+Requests are recorded (body and headers) so tests can see what the client sent. `GET /v1/models`
+lists the models it was given, or answers `models_status` (401 for a refused key).
 """
 
 from __future__ import annotations
@@ -46,6 +47,9 @@ class _Script:
     requests: list[RecordedRequest] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
     closing: threading.Event = field(default_factory=threading.Event)
+    models: tuple[str, ...] = ()
+    models_status: int = 200
+    model_listings: int = 0
 
     def next_reply(self, request: RecordedRequest) -> ScriptedReply:
         with self.lock:
@@ -61,9 +65,14 @@ class FakeOpenAIServer:
     """Serves scripted chat completions on 127.0.0.1 on a free port; use as a context manager."""
 
     def __init__(
-        self, replies: Iterable[ScriptedReply] = (), default: ScriptedReply | None = None
+        self,
+        replies: Iterable[ScriptedReply] = (),
+        default: ScriptedReply | None = None,
+        models: Iterable[str] = (),
+        models_status: int = 200,
     ) -> None:
-        self._script = _Script(deque(replies), default)
+        self._script = _Script(deque(replies), default, models=tuple(models))
+        self._script.models_status = models_status
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self._script))
         self._server.daemon_threads = True
         self._thread = threading.Thread(
@@ -81,6 +90,12 @@ class FakeOpenAIServer:
         """Every request received so far, oldest first."""
         with self._script.lock:
             return list(self._script.requests)
+
+    @property
+    def model_listings(self) -> int:
+        """How many `GET /models` requests it answered."""
+        with self._script.lock:
+            return self._script.model_listings
 
     def push(self, *replies: ScriptedReply) -> None:
         """Queue more replies after those already scripted."""
@@ -142,10 +157,27 @@ def _handler_for(script: _Script) -> type[BaseHTTPRequestHandler]:
                 payload = completion_body(reply, str(body.get("model", "")))
             if payload is None:
                 payload = json.dumps({"error": {"message": f"scripted {reply.status}"}}).encode()
-            self.send_response(reply.status)
+            self._send(reply.status, payload, reply.headers)
+
+        def do_GET(self) -> None:
+            with script.lock:
+                script.model_listings += 1
+            if self.path.rstrip("/") != "/v1/models":
+                self._send(404, b'{"error": {"message": "no such path"}}')
+            elif script.models_status != 200:
+                message = {"error": {"message": f"scripted {script.models_status}"}}
+                self._send(script.models_status, json.dumps(message).encode())
+            else:
+                listed = [{"id": m, "object": "model", "owned_by": "test"} for m in script.models]
+                self._send(200, json.dumps({"object": "list", "data": listed}).encode())
+
+        def _send(
+            self, status: int, payload: bytes, headers: tuple[tuple[str, str], ...] = ()
+        ) -> None:
+            self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(payload)))
-            for name, value in reply.headers:
+            for name, value in headers:
                 self.send_header(name, value)
             self.end_headers()
             self.wfile.write(payload)

@@ -30,6 +30,17 @@ case = "mixed"
 cond = 2
 """
 
+# A model's answer that edits the incumbent (blocked WY defaults) into 16-column panels.
+PANEL_EDIT = """HYPOTHESIS: 16-column panels shorten the sequential panel chain
+FAMILY: blocked_wy
+
+<<<<<<< SEARCH
+panel_width=32
+=======
+panel_width=16
+>>>>>>> REPLACE
+"""
+
 
 def make_session(
     tmp_path: Path, agents: tuple[AgentSpec, ...], auto_promote: bool = False, name: str = "t"

@@ -5,10 +5,11 @@ from __future__ import annotations
 import re
 
 import pytest
-from qrsup.agents.advisor import Advisor, load_playbook, plateau_start
+from qrsup.agents.advisor import Advisor, load_playbook
 from qrsup.agents.proposal import OutcomeSummary
 from qrsup.agents.proposers.chat import ModelConfig
 from qrsup.agents.proposers.retry import RetryPolicy
+from qrsup.agents.stall import stall_start
 
 from tests.fake_openai_server import FakeOpenAIServer, ScriptedReply
 from tests.proposal_contexts import context, outcome
@@ -46,8 +47,8 @@ def test_advisor_fires_exactly_once_per_plateau():
 
 
 def test_an_agent_that_never_passed_is_on_a_plateau_from_the_start():
-    assert plateau_start(run_of("f" * 7), PATIENCE) is None
-    assert plateau_start(run_of("f" * 8), PATIENCE) == 0
+    assert stall_start(run_of("f" * 7), PATIENCE) is None
+    assert stall_start(run_of("f" * 8), PATIENCE) == 0
 
 
 def test_on_demand_advice_does_not_use_up_the_plateaus_advice():

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 from qrsup.agents import inbox
+from qrsup.agents.heartbeat import Beat, write_beat
 from qrsup.agents.store import Store
 from qrsup.supervisor.cli import main
 
-from tests.tui_sessions import frozen_session
+from tests.tui_sessions import T0, frozen_session
 
 
 @pytest.fixture
@@ -64,3 +65,56 @@ def test_status_and_steer_on_a_session_whose_agents_are_stopped(session, capsys)
     assert "steering for a2 queued" in capsys.readouterr().out
     ((_, message),) = inbox.pending(paths.inbox("a2"))
     assert (message.kind, message.text, message.sender) == ("steer", "try wider panels", "human")
+
+
+def paused_at_budget(paths, agent: str, usd: float, limit: float) -> None:
+    """The heartbeat an agent paused at its cost budget leaves."""
+    extra = {
+        "spend": {"usd": usd, "tokens": 12_000},
+        "budget": {"usd": limit, "tokens": 0},
+        "budget_paused": True,
+        "stalled": 0,
+    }
+    detail = f"at its budget: ${usd:.2f} of its ${limit:.2f} budget spent"
+    write_beat(paths.heartbeat(agent), Beat(0, "paused", 3, T0, detail=detail, extra=extra))
+
+
+def test_broadcast_queues_the_same_steering_for_every_agent(session, capsys):
+    paths, where = session
+    assert main([*where, "broadcast", "prefer", "Triton"]) == 0
+    assert "steering for every agent (a1, a2, a3) queued" in capsys.readouterr().out
+    for name in ("a1", "a2", "a3"):
+        ((_, message),) = inbox.pending(paths.inbox(name))
+        assert (message.kind, message.text) == ("steer", "prefer Triton")
+
+
+def test_a_new_budget_is_queued_and_a_bad_one_refused(session, capsys):
+    paths, where = session
+    assert main([*where, "budget", "a1", "lots"]) == 2
+    assert "cost budget must be dollars" in capsys.readouterr().err
+    assert inbox.pending(paths.inbox("a1")) == []
+    paused_at_budget(paths, "a1", 3.0, 2.5)
+    assert main([*where, "budget", "a1", "$10"]) == 0
+    assert "budget $10 for a1 queued; it resumes under it" in capsys.readouterr().out
+    ((_, message),) = inbox.pending(paths.inbox("a1"))
+    assert (message.kind, message.text) == ("budget", "$10")
+
+
+def test_resuming_an_agent_paused_at_its_budget_asks_for_a_new_budget(session, capsys):
+    paths, where = session
+    paused_at_budget(paths, "a2", 3.0, 2.5)
+    assert main([*where, "resume", "a2"]) == 2
+    err = capsys.readouterr().err
+    assert "a2 is paused at its cost budget ($3.00 of its $2.50 budget spent)" in err
+    assert "qrsup budget a2" in err
+
+
+def test_status_shows_each_agents_spend_and_the_sessions(session, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "160")
+    paths, where = session
+    paused_at_budget(paths, "a1", 3.0, 2.5)
+    paused_at_budget(paths, "a3", 0.5, 0.0)
+    assert main([*where, "status"]) == 0
+    out = capsys.readouterr().out
+    assert "$3.00!" in out and "$0.50" in out  # `!`: at its budget
+    assert "session spend $3.50 · 24.0k tok" in out

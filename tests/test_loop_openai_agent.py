@@ -9,27 +9,17 @@ from qrsup.agents.session import AgentSpec
 from qrsup.supervisor.fleet import Fleet
 
 from tests.fake_openai_server import FakeOpenAIServer, ScriptedReply
-from tests.loop_helpers import make_session
+from tests.loop_helpers import PANEL_EDIT, make_session
 
 KEY_ENV = "QRSUP_TEST_AGENT_KEY"
 KEY = "sk-agent-test-3c9e1a7b5d"
-
-EDIT = """HYPOTHESIS: 16-column panels shorten the sequential panel chain
-FAMILY: blocked_wy
-
-<<<<<<< SEARCH
-panel_width=32
-=======
-panel_width=16
->>>>>>> REPLACE
-"""
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(400)
 def test_openai_agent_edit_is_judged_and_the_key_is_in_no_record(tmp_path, monkeypatch):
     monkeypatch.setenv(KEY_ENV, KEY)
-    with FakeOpenAIServer(default=ScriptedReply(EDIT)) as server:
+    with FakeOpenAIServer(default=ScriptedReply(PANEL_EDIT)) as server:
         model = {"model": "test-model", "base_url": server.base_url, "api_key_env": KEY_ENV}
         # A structural agent of the incumbent's family always proposes from the incumbent (its
         # slot only holds other families), so the second, identical edit is a duplicate.

@@ -226,3 +226,20 @@ def test_api_key_never_appears_in_results_transcripts_or_logs(server, tmp_path, 
     assert all(request.headers["authorization"] == f"Bearer {KEY}" for request in server.requests)
     for text in (repr(results), caplog.text, repr(proposer.config)):
         assert KEY not in text
+
+
+def test_rate_limits_past_the_retry_bound_are_a_quota_wait_of_the_servers_reset(server, tmp_path):
+    reset = (("x-ratelimit-reset-requests", "6m0s"), ("retry-after", "2"))
+    result = propose(server, tmp_path, *[ScriptedReply(status=429, headers=reset)] * 3)
+    assert isinstance(result, ProposalFailure)
+    assert (result.kind, result.pause, result.wait_s) == ("quota", False, 360.0)
+    assert len(server.requests) == FAST_RETRY.attempts
+
+
+def test_an_exhausted_account_waits_at_once_for_the_policys_quota_wait(server, tmp_path):
+    body = b'{"error": {"message": "You exceeded your quota", "code": "insufficient_quota"}}'
+    retry = dataclasses.replace(FAST_RETRY, quota_wait_s=900.0)
+    result = propose(server, tmp_path, ScriptedReply(status=429, body=body), retry=retry)
+    assert isinstance(result, ProposalFailure)
+    assert (result.kind, result.wait_s) == ("quota", 900.0)
+    assert "exceeded your quota" in result.reason and len(server.requests) == 1

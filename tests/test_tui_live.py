@@ -197,13 +197,27 @@ async def test_promote_asks_first_then_revalidates_and_commits(fleet):
         board.focus()
         board.move_cursor(row=board.get_row_index(entry.id))
         before = repo.head.commit.hexsha  # the incumbent's seed commit is made by then
-        await pilot.press("P", "n")
+        asking = lambda: isinstance(app.screen, ChoiceDialog) and app.screen  # noqa: E731
+        await pilot.press("P")
+        await until(pilot, asking, 10, "the evidence and the question")
+        await pilot.press("n")
         assert repo.head.commit.hexsha == before
-        await pilot.press("P", "y")
+        await pilot.press("P")
+        await until(pilot, asking, 10, "the evidence and the question")
+        await pilot.press("y")
         await until(pilot, lambda: app.main.query_one(PromotionBar).has_class("-active"), 5,
                     "the progress bar")  # fmt: skip
-        await until(pilot, lambda: any(f"promoted {entry.id}" in n for n in notices(app)),
-                    BOUNDARY_S, "the promotion")  # fmt: skip
+
+        def promoted_or_asked_again() -> bool:
+            return any(f"promoted {entry.id}" in n for n in notices(app)) or (
+                isinstance(app.screen, ChoiceDialog) and "slower" in app.screen.title_text
+            )
+
+        await until(pilot, promoted_or_asked_again, BOUNDARY_S, "the promotion")
+        if isinstance(app.screen, ChoiceDialog):  # CPU times of a tiny suite read either way
+            await pilot.press("y")
+            await until(pilot, lambda: any(f"promoted {entry.id}" in n for n in notices(app)),
+                        60, "the confirmed promotion")  # fmt: skip
         assert not app.main.query_one(PromotionBar).has_class("-active")
     head = repo.head.commit
     assert head.hexsha != before and head.message.startswith(f"Promote {entry.id}")

@@ -175,9 +175,10 @@ async def test_promote_is_offered_only_on_a_passing_row(frozen_app):
         await pilot.press("P")
         assert frozen_app.screen is frozen_app.main
         board.move_cursor(row=0)
-        await pilot.press("P")
-        assert isinstance(frozen_app.screen, ChoiceDialog)
+        await pilot.press("P")  # the evidence is read off the screen's thread, then it asks
+        await until(pilot, lambda: isinstance(frozen_app.screen, ChoiceDialog), 10, "the question")
         assert "c-1a2b3c4d5e" in frozen_app.screen.question
+        assert "against the incumbent c-incumbent" in frozen_app.screen.details.plain
         await pilot.press("n")
         assert frozen_app.screen is frozen_app.main
 

@@ -48,27 +48,20 @@ class ModelConfig:
     usd_per_million_prompt_tokens: float = 0.0
     """Price table; zero records no cost."""
     usd_per_million_completion_tokens: float = 0.0
+    fallback_model: str | None = None
+    """A model on the same endpoint asked while this one waits for quota; None: just wait."""
 
     @classmethod
     def from_mapping(cls, settings: Mapping[str, object]) -> ModelConfig:
         """A config from a session's `model` table; unknown or mistyped settings are errors."""
-        if "api_key" in settings:
-            raise ValueError(
-                "model: keys never go in session files; put it in an environment variable and "
-                "name that variable with api_key_env"
-            )
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(settings) - known)
-        if unknown:
-            raise ValueError(
-                f"model: unknown setting(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
-            )
-        if "model" not in settings:
+        values = checked_settings(settings)
+        if "model" not in values:
             raise ValueError("model: the setting 'model' (the model's name) is required")
-        values = {name: _checked(name, value) for name, value in settings.items()}
-        if values.get("token_limit_field", "max_tokens") not in _TOKEN_LIMIT_FIELDS:
-            raise ValueError(f"model: token_limit_field must be one of {_TOKEN_LIMIT_FIELDS}")
         return cls(**values)  # type: ignore[arg-type]
+
+    def for_model(self, model: str) -> ModelConfig:
+        """The same endpoint and settings, asking another model (the fallback)."""
+        return dataclasses.replace(self, model=model, fallback_model=None)
 
     def usage(self, prompt_tokens: int, completion_tokens: int) -> Usage:
         """Tokens and their cost under this config's prices."""
@@ -77,6 +70,25 @@ class ModelConfig:
             + completion_tokens * self.usd_per_million_completion_tokens
         ) / 1e6
         return Usage(prompt_tokens, completion_tokens, cost)
+
+
+def checked_settings(settings: Mapping[str, object]) -> dict[str, object]:
+    """A `model` table's settings, typed; a partial table (defaults in qrsup.toml) is fine."""
+    if "api_key" in settings:
+        raise ValueError(
+            "model: keys never go in session files; put it in an environment variable and "
+            "name that variable with api_key_env"
+        )
+    known = {f.name for f in dataclasses.fields(ModelConfig)}
+    unknown = sorted(set(settings) - known)
+    if unknown:
+        raise ValueError(
+            f"model: unknown setting(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
+        )
+    values = {name: _checked(name, value) for name, value in settings.items()}
+    if values.get("token_limit_field", "max_tokens") not in _TOKEN_LIMIT_FIELDS:
+        raise ValueError(f"model: token_limit_field must be one of {_TOKEN_LIMIT_FIELDS}")
+    return values
 
 
 _TOKEN_LIMIT_FIELDS = ("max_tokens", "max_completion_tokens")
@@ -91,6 +103,7 @@ _SETTING_TYPES: dict[str, tuple[type, ...]] = {
     "timeout_s": _NUMBER,
     "usd_per_million_prompt_tokens": _NUMBER,
     "usd_per_million_completion_tokens": _NUMBER,
+    "fallback_model": (str, type(None)),
 }
 
 
@@ -186,6 +199,27 @@ class ChatClient:
             elapsed_s=elapsed,
             notes=tuple(notes),
         )
+
+    def served_models(self) -> list[str] | ProposalFailure:
+        """The ids `GET /models` lists (empty for a server without the route), or why it failed.
+
+        One request, no retries: this is the launch-time probe of an endpoint.
+        """
+        try:
+            raw = self._client.models.with_raw_response.list()
+            data = json.loads(raw.content)
+        except openai.NotFoundError:
+            return []
+        except (
+            openai.APIConnectionError,  # timeouts included
+            openai.AuthenticationError,
+            openai.PermissionDeniedError,
+        ) as exc:
+            return ProposalFailure("endpoint", self.describe(exc))
+        except (openai.OpenAIError, ValueError):
+            return []  # it answered: reachable, but lists nothing this client can read
+        listed = data.get("data") if isinstance(data, dict) else None
+        return [str(m["id"]) for m in listed or [] if isinstance(m, dict) and "id" in m]
 
     def describe(self, exc: BaseException) -> str:
         """A one-line account of an error, with the API key scrubbed out."""

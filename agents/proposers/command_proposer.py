@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import time
@@ -20,6 +21,7 @@ from pathlib import Path
 from qrsup.agents.proposal import Proposal, ProposalContext, ProposalFailure
 from qrsup.agents.proposers.chat import scrub_key_like
 from qrsup.agents.proposers.edits import read_header
+from qrsup.agents.proposers.printed_usage import printed_usage
 from qrsup.agents.proposers.prompt_builder import (
     DEFAULT_LIMITS,
     DEFAULT_SOURCES,
@@ -30,10 +32,32 @@ from qrsup.agents.proposers.prompt_builder import (
 )
 from qrsup.kernels.judge.processes import kill_tree
 from qrsup.kernels.judge.read_only_view import read_only_view_command
-from qrsup.prompts.loader import PromptError, fill, render
+from qrsup.prompts.loader import PromptError, fill, placeholders, render
 
 # Shell conventions for "command not found" and "not executable": a human must fix the template.
 _BROKEN_COMMAND_STATUSES = (126, 127)
+PLACEHOLDERS = ("prompt_file", "prompt", "candidate_file", "hypothesis_file", "work_dir")
+
+
+def template_problem(template: str) -> str:
+    """ "" for a template that can run here, else one line saying what is wrong with it."""
+    try:
+        argv = shlex.split(template)
+    except ValueError as exc:
+        return f"command template {template!r}: {exc}"
+    if not argv:
+        return "the command template is empty"
+    named = set().union(*(placeholders(token) for token in argv))
+    if unknown := sorted(named - set(PLACEHOLDERS)):
+        known = " ".join(f"{{{name}}}" for name in PLACEHOLDERS)
+        return f"command template {template!r}: unknown placeholder(s) {', '.join(unknown)}; " + (
+            f"known: {known}"
+        )
+    if placeholders(argv[0]):
+        return f"command template {template!r}: the program itself cannot be a placeholder"
+    if shutil.which(argv[0]) is None:
+        return f"command template {template!r}: no program {argv[0]!r} on PATH"
+    return ""
 
 
 @dataclass(frozen=True)
@@ -139,15 +163,20 @@ class CommandProposer:
         self, run: CommandRun, files: WorkFiles, context: ProposalContext
     ) -> Proposal | ProposalFailure:
         transcript = self._transcript(run)
+        usage = printed_usage(run.output)
         if run.timed_out:
             return ProposalFailure(
                 "timeout",
                 f"the command ran past {self.config.timeout_s:g} s; its processes were killed",
+                usage=usage,
                 transcript=transcript,
             )
         if not files.candidate.is_file():
             return ProposalFailure(
-                "no_apply", "the command removed the candidate file", transcript=transcript
+                "no_apply",
+                "the command removed the candidate file",
+                usage=usage,
+                transcript=transcript,
             )
         source = files.candidate.read_text(encoding="utf-8", errors="replace")
         if source == context.parent.source:
@@ -157,6 +186,7 @@ class CommandProposer:
                 "endpoint" if broken else "no_apply",
                 f"the command exited with status {run.exit_status} and left the candidate "
                 f"unchanged; its last output: {last or '(none)'}",
+                usage=usage,
                 pause=broken,
                 transcript=transcript,
             )
@@ -165,6 +195,7 @@ class CommandProposer:
             source=source,
             hypothesis=hypothesis,
             family=family or context.parent.family,
+            usage=usage,
             transcript=transcript,
         )
 

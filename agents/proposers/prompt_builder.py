@@ -105,6 +105,7 @@ def build_request(
             "memory": compact_memory(context.memory, limits.memory),
             "steering": bullet_list(context.steering, limits.steering_chars),
             "advisor_ideas": bullet_list(context.advisor_ideas, limits.steering_chars),
+            "guidance": clip(context.guidance, limits.steering_chars) or "(none)",
             "profile": clip(context.profile_summary or "(no profile yet)", limits.profile_chars),
             "task": task.strip(),
         },

@@ -5,8 +5,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from qrsup.agents.spend import total
 from qrsup.supervisor.fleet import STALE_HEARTBEAT_S, AgentStatus
-from qrsup.supervisor.widgets.format import STATE_STYLES, VERDICT_STYLES, age, ms, styled
+from qrsup.supervisor.widgets.format import (
+    VERDICT_STYLES,
+    age,
+    agent_spend,
+    agent_state,
+    ms,
+    styled,
+)
 from rich.text import Text
 from textual.message import Message
 from textual.widgets import DataTable
@@ -22,6 +30,7 @@ COLUMNS = (
     ("state", "state"),
     ("it", "iteration"),
     ("best ms", "best"),
+    ("spend", "spend"),
     ("last", "last"),
     ("beat", "beat"),
     ("goal", "goal"),
@@ -53,7 +62,12 @@ class AgentList(DataTable):
         return self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
 
     def show(self, statuses: Sequence[AgentStatus]) -> None:
-        """Update changed cells in place, so the cursor stays on its agent."""
+        """Update changed cells in place, so the cursor stays on its agent; the session's spend
+        goes under the table."""
+        spent = total(status.spend for status in statuses)
+        subtitle = f"session spend {spent.text()}" if spent.usd or spent.tokens else ""
+        if self.border_subtitle != subtitle:
+            self.border_subtitle = subtitle
         for number, status in enumerate(statuses, start=1):
             cells = _cells(number, status)
             shown = self._shown.get(status.name)
@@ -83,18 +97,16 @@ def heartbeat_age(seconds: float | None) -> Text:
 
 
 def _cells(number: int, status: AgentStatus) -> tuple[object, ...]:
-    detail = status.detail if status.detail not in ("", status.state) else ""
-    # An evaluation's detail names its stage ("quick: waiting for the CPU"); colour says the rest.
-    evaluating = status.state == "evaluating" and detail
-    state = detail if evaluating else f"{status.state} {detail}".strip()
+    """The row; cells are compared with the shown ones, so each is a value, not a widget."""
     return (
         str(number) if number < 10 else " ",
         Text(status.name),
         Text(status.role),
         Text(status.proposer),
-        Text(state[:STATE_WIDTH], style=STATE_STYLES.get(status.state, "")),
+        agent_state(status)[:STATE_WIDTH],
         str(status.iteration),
         ms(status.best_geomean_ns),
+        Text(agent_spend(status)),
         styled(status.last_verdict or "—", VERDICT_STYLES),
         heartbeat_age(status.heartbeat_age_s) if status.alive else Text("—"),
         Text(status.goal),

@@ -10,7 +10,8 @@ from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
@@ -26,23 +27,33 @@ class Choice:
 
 
 class ChoiceDialog(ModalScreen[str | None]):
-    """Used to confirm a kill or a promotion, and to ask what quitting does to the agents."""
+    """Used to confirm a kill or a promotion, and to ask what quitting does to the agents;
+    `details` (a promotion's evidence and diff) scroll under the question."""
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
 
     def __init__(
-        self, title: str, question: str, choices: Sequence[Choice], focus: int = 0
+        self,
+        title: str,
+        question: str,
+        choices: Sequence[Choice],
+        focus: int = 0,
+        details: Content | None = None,
     ) -> None:
         super().__init__()
         self.title_text = title
         self.question = question
         self.choices = tuple(choices)
         self.focus_index = focus
+        self.details = details
 
     def compose(self) -> ComposeResult:
-        with Vertical(classes="dialog"):
+        with Vertical(classes="dialog -wide-dialog" if self.details else "dialog"):
             yield Label(self.title_text, classes="dialog-title")
             yield Static(Text(self.question), classes="dialog-body")
+            if self.details is not None:
+                with VerticalScroll(classes="dialog-details"):
+                    yield Static(self.details)
             with Horizontal(classes="dialog-buttons"):
                 for index, choice in enumerate(self.choices):
                     yield Button(

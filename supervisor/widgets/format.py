@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from qrsup.supervisor.fleet import AgentStatus
 from rich.text import Text
 
 STATE_STYLES = {
     "crashed": "bold red",
     "goal met": "bold green",
     "paused": "yellow",
+    "waiting": "magenta",
+    "stalled": "magenta",
     "evaluating": "cyan",
     "proposing": "blue",
     "stopped": "dim",
@@ -38,3 +41,23 @@ def size(num_bytes: float) -> str:
 def styled(value: str, styles: dict[str, str]) -> Text:
     """Plain text (never markup: agents write brackets) styled by its value."""
     return Text(value, style=styles.get(value, ""))
+
+
+def agent_state(status: AgentStatus) -> Text:
+    """`waiting for quota until 14:05`, `paused at its budget: …`, `stalled · proposing`."""
+    detail = status.detail if status.detail not in ("", status.state) else ""
+    # An evaluation's detail names its stage ("quick: waiting for the GPU"); colour says the rest.
+    evaluating = status.state == "evaluating" and detail
+    state = detail if evaluating else f"{status.state} {detail}".strip()
+    style = STATE_STYLES.get(status.state, "")
+    if status.stalled and status.alive:
+        state = f"stalled · {state}"
+        style = style if status.state in ("crashed", "paused") else STATE_STYLES["stalled"]
+    return Text(state, style=style)
+
+
+def agent_spend(status: AgentStatus) -> str:
+    """Dollars where a price is known, else tokens; `!` once the budget is reached."""
+    spend = status.spend
+    text = f"${spend.usd:.2f}" if spend.usd else spend.text()
+    return f"{text}!" if status.budget.exceeded(spend) else text

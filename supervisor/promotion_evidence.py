@@ -1,0 +1,155 @@
+"""What a person sees before promoting: the diff against the incumbent, the measured gain with
+its noise band, and the correctness evidence (specs passed, outputs re-checked, seeds).
+
+Read from the store and the agents' `noise` events on the caller's thread; no Textual here, so
+the command line prints the same lines the TUI's dialog shows.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from qrsup.agents.decision import DEFAULT_NOISE
+from qrsup.agents.records import format_ms, read_events
+from qrsup.agents.store import CandidateRow, Store
+
+STAGES = ("quick", "full", "revalidate")
+
+
+@dataclass(frozen=True)
+class PromotionEvidence:
+    """The case for one candidate against the incumbent."""
+
+    candidate: CandidateRow
+    incumbent: CandidateRow | None
+    noise: float
+    noise_source: str
+    stages: tuple[str, ...]
+    """One line per judge run of the candidate: verdict, specs, checks, seed, rule."""
+    diff: str
+
+    @property
+    def gain(self) -> float | None:
+        """Fraction faster than the incumbent (negative: slower), full-stage figures."""
+        new, old = self.candidate.geomean_ns, self.incumbent.geomean_ns if self.incumbent else None
+        return 1 - new / old if new and old else None
+
+    def lines(self) -> list[str]:
+        """The evidence in a few lines, diff excluded."""
+        c, inc = self.candidate, self.incumbent
+        lines = [f"{c.id} by {c.agent} ({c.role}): {c.hypothesis}"]
+        if inc is None:
+            lines.append("no incumbent yet")
+        else:
+            lines.append(f"against the incumbent {inc.id}")
+        gain = self.gain
+        if gain is not None and inc is not None:
+            verdict = "beyond the noise" if gain > self.noise else "within the noise"
+            if gain < -self.noise:
+                verdict = "slower beyond the noise"
+            faster = f"{gain:.1%} faster" if gain >= 0 else f"{-gain:.1%} slower"
+            lines.append(
+                f"gain: {format_ms(c.geomean_ns)} vs {format_ms(inc.geomean_ns)}, {faster}; "
+                f"noise band ±{self.noise:.1%} ({self.noise_source}): {verdict}"
+            )
+            lines.append(f"per spec: {_per_spec(c, inc)}")
+        lines += self.stages or ["no judge run of it is recorded"]
+        lines.append(
+            "on confirming: revalidated on every test and benchmark spec with a fresh secret "
+            "seed; a slower figure asks again before anything is committed"
+        )
+        return lines
+
+    def text(self) -> str:
+        return "\n".join(self.lines())
+
+
+def read_evidence(
+    store_path: Path, events: Iterable[Path], candidate_id: str, session: str
+) -> PromotionEvidence | str:
+    """The evidence for `candidate_id`, or why there is none."""
+    store = Store(store_path)
+    try:
+        candidate = store.candidate(candidate_id)
+        if candidate is None:
+            return f"no candidate {candidate_id!r} in session {session}"
+        incumbent = store.candidate(store.incumbent_id() or "")
+        runs = [_stage_line(row) for row in store.evaluations(candidate_id)]
+    finally:
+        store.close()
+    noise, source = noise_band(events, candidate_id)
+    old = incumbent.source if incumbent else ""
+    diff = "\n".join(
+        difflib.unified_diff(
+            old.splitlines(),
+            candidate.source.splitlines(),
+            fromfile=f"incumbent {incumbent.id}" if incumbent else "(no incumbent)",
+            tofile=candidate_id,
+            n=2,
+            lineterm="",
+        )
+    )
+    return PromotionEvidence(candidate, incumbent, noise, source, tuple(r for r in runs if r), diff)
+
+
+def noise_band(events: Iterable[Path], candidate_id: str) -> tuple[float, str]:
+    """The noise measured when this candidate was re-timed, else the session's latest, else the
+    loop's assumed default."""
+    latest: dict | None = None
+    own: dict | None = None
+    for path in events:
+        for event in read_events(path):
+            if event.get("event") != "noise" or not isinstance(event.get("noise"), int | float):
+                continue
+            if latest is None or str(event.get("time")) >= str(latest.get("time")):
+                latest = event
+            if event.get("candidate_id") == candidate_id:
+                own = event
+    if own is not None:
+        return float(own["noise"]), "measured in its interleaved re-timing"
+    if latest is not None:
+        of = latest.get("candidate_id")
+        return float(latest["noise"]), f"the session's latest re-timing, of {of}"
+    return DEFAULT_NOISE, "assumed: nothing re-timed yet"
+
+
+def _stage_line(row: sqlite3.Row) -> str:
+    stage = row["stage"]
+    try:
+        report = json.loads(row["report"])
+    except (TypeError, ValueError):
+        report = {}
+    specs: Sequence[dict] = [s for s in report.get("specs") or [] if isinstance(s, dict)]
+    tests = [s for s in specs if s.get("kind") == "test"]
+    benchmarks = [s for s in specs if s.get("kind") == "benchmark"]
+    checks = sum(int(s.get("checks") or 0) for s in specs)
+    parts = [f"{stage}: {row['verdict']}"]
+    if tests:
+        passed = sum(1 for s in tests if s.get("status") == "pass")
+        parts.append(f"{passed}/{len(tests)} test specs passed")
+    if benchmarks:
+        timed = sum(1 for s in benchmarks if s.get("status") == "pass")
+        parts.append(f"{timed}/{len(benchmarks)} benchmark specs")
+    if checks:
+        parts.append(f"{checks} outputs checked (re-checks {report.get('recheck') or '?'})")
+    for key, label in (("seed", "seed"), ("rule", "rule")):
+        if report.get(key) is not None and report.get(key) != "":
+            parts.append(f"{label} {report[key]}")
+    if stage not in STAGES and len(parts) == 1:
+        return ""
+    return " · ".join(parts)
+
+
+def _per_spec(candidate: CandidateRow, incumbent: CandidateRow) -> str:
+    mine, theirs = candidate.spec_means_ns or {}, incumbent.spec_means_ns or {}
+    shown = []
+    for index in sorted(mine):
+        if theirs.get(index):
+            change = mine[index] / theirs[index] - 1
+            shown.append(f"{index}: {mine[index] / 1e6:.4g} ms ({change:+.1%})")
+    return ", ".join(shown) or "—"

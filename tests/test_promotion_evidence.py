@@ -1,0 +1,172 @@
+"""Before a promotion: the diff against the incumbent, the gain with its noise band and the
+correctness evidence; a revalidation slower than the incumbent commits nothing unless a person
+confirms again (TUI) or forces it (`--force`)."""
+
+from __future__ import annotations
+
+import time
+
+import git
+import pytest
+from qrsup.agents.git_workspace import commit_incumbent
+from qrsup.agents.incumbent import REPO_ROOT
+from qrsup.agents.records import append_event
+from qrsup.agents.session import AgentSpec, RunPaths
+from qrsup.agents.spaces import space_for
+from qrsup.agents.store import CandidateRow, Store
+from qrsup.supervisor.app import SupervisorApp
+from qrsup.supervisor.cli import main
+from qrsup.supervisor.fleet import Fleet
+from qrsup.supervisor.promotion_evidence import read_evidence
+from qrsup.supervisor.widgets.choice_dialog import ChoiceDialog
+from qrsup.supervisor.widgets.leaderboard import Leaderboard
+
+from tests.loop_helpers import make_session
+from tests.tui_pilot import notices, until
+from tests.tui_sessions import FrozenSampler
+
+pytestmark = pytest.mark.timeout(300)
+
+INCUMBENT_NS = 1_000.0  # recorded figures far faster than any CPU run: revalidation is slower
+CANDIDATE_NS = 900.0
+
+
+def report(verdict: str, geomean_ns: float, seed: int, stage: str) -> dict:
+    """A judge report as the store keeps it, with the specs the evidence counts."""
+    tests = [{"kind": "test", "index": i, "status": "pass", "checks": 2} for i in range(2)]
+    benchmarks = [{"kind": "benchmark", "index": i, "status": "pass", "checks": 3} for i in (0, 1)]
+    return {
+        "verdict": verdict,
+        "geomean_ns": geomean_ns,
+        "reason": "",
+        "seed": seed,
+        "rule": "quick",
+        "recheck": "sampled",
+        "specs": (tests if stage == "quick" else []) + benchmarks,
+    }
+
+
+def promotable_session(tmp_path) -> tuple[RunPaths, str]:
+    """A git workspace whose incumbent and one candidate (16-column panels) are recorded."""
+    paths = make_session(tmp_path, (AgentSpec("a1"),))
+    space = space_for("blocked_wy", REPO_ROOT)
+    source = space.render(space.default_point())
+    candidate = source.replace("panel_width=32", "panel_width=16")
+    assert candidate != source
+    repo = git.Repo(paths.root.parents[1])
+    sha = commit_incumbent(repo, source, "Seed the incumbent")
+    store = Store(paths.store)
+    rows = [("c-incumbent", source, None, "workspace"), ("c-16panels", candidate, "c-inc", "a1")]
+    for index, (cid, text, parent, agent) in enumerate(rows):
+        store.add_candidate(
+            CandidateRow(
+                cid,
+                f"h{index}",
+                text,
+                parent,
+                agent,
+                "exploit",
+                "blocked_wy",
+                "16-column panels",
+                None,
+                time.time(),
+            )
+        )
+    for cid, agent, stage, geomean_ns, seed in (
+        ("c-incumbent", "bootstrap", "full", INCUMBENT_NS, 7),
+        ("c-16panels", "a1", "quick", CANDIDATE_NS, 11),
+        ("c-16panels", "a1", "full", CANDIDATE_NS, 12),
+    ):
+        means = {0: geomean_ns, 1: geomean_ns}
+        store.add_evaluation(cid, agent, 1, stage, report("pass", geomean_ns, seed, stage), means)
+    store.record_iteration(
+        "a1", 1, "c-16panels", "pass", "beam exploit", "16-column panels", "", CANDIDATE_NS, {}
+    )
+    store.add_promotion("c-incumbent", sha, INCUMBENT_NS, None, {}, "seed")
+    store.close()
+    return paths, sha
+
+
+def revalidations(paths: RunPaths) -> int:
+    store = Store(paths.store)
+    try:
+        return sum(1 for row in store.evaluations("c-16panels") if row["stage"] == "revalidate")
+    finally:
+        store.close()
+
+
+def test_the_evidence_names_the_gain_its_noise_band_the_specs_and_the_seeds(tmp_path):
+    paths, _ = promotable_session(tmp_path)
+    append_event(paths.events("a1"), {"event": "noise", "candidate_id": "c-other", "noise": 0.03})
+    evidence = read_evidence(paths.store, [paths.events("a1")], "c-16panels", "t")
+    text = evidence.text()
+    assert "against the incumbent c-incumbent" in text
+    assert "10.0% faster; noise band ±3.0% (the session's latest re-timing, of c-other)" in text
+    assert "beyond the noise" in text
+    assert "quick: pass · 2/2 test specs passed · 2/2 benchmark specs" in text
+    assert "10 outputs checked (re-checks sampled) · seed 11 · rule quick" in text
+    assert "full: pass" in text and "seed 12" in text
+    changed = [line for line in evidence.diff.splitlines() if "panel_width=" in line]
+    assert changed[0].startswith("-") and "panel_width=32" in changed[0]
+    assert changed[1].startswith("+") and "panel_width=16" in changed[1]
+    append_event(paths.events("a1"), {"event": "noise", "candidate_id": "c-16panels", "noise": 0.2})
+    evidence = read_evidence(paths.store, [paths.events("a1")], "c-16panels", "t")
+    assert "±20.0% (measured in its interleaved re-timing): within the noise" in evidence.text()
+
+
+def test_the_command_line_refuses_a_slower_revalidation_without_force(tmp_path, capsys):
+    paths, seed_sha = promotable_session(tmp_path)
+    workspace = paths.root.parents[1]
+    where = ["--workspace", str(workspace), "--session", "t"]
+    assert main([*where, "promote", "c-16panels"]) == 2
+    out, err = capsys.readouterr()
+    assert "noise band ±2.0% (assumed: nothing re-timed yet)" in out  # the evidence came first
+    assert err.count("\n") == 1 and "slower than the incumbent c-incumbent" in err
+    assert "--force" in err
+    repo = git.Repo(workspace)
+    assert repo.head.commit.hexsha == seed_sha
+    assert main([*where, "promote", "c-16panels", "--force"]) == 0
+    message = repo.head.commit.message
+    assert message.startswith("Promote c-16panels") and "forced: the revalidation was" in message
+    assert revalidations(paths) == 2
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_the_tui_shows_the_evidence_and_asks_again_when_the_revalidation_is_slower(
+    tmp_path, anyio_backend
+):
+    paths, seed_sha = promotable_session(tmp_path)
+    app = SupervisorApp(Fleet(paths))
+    app.main.sampler = FrozenSampler(app.main.post_message)
+    async with app.run_test(size=(110, 40)) as pilot:
+        board = app.main.query_one(Leaderboard)
+        await until(pilot, lambda: board.row_count == 2, 10, "the board")
+        board.focus()
+        board.move_cursor(row=board.get_row_index("c-16panels"))
+        await pilot.press("P")
+        dialog = await until(
+            pilot, lambda: isinstance(app.screen, ChoiceDialog) and app.screen, 10, "the evidence"
+        )
+        details = dialog.details.plain
+        assert "10.0% faster" in details and "test specs passed" in details
+        assert "panel_width=16" in details
+        await pilot.press("y")
+        again = await until(
+            pilot,
+            lambda: (
+                isinstance(app.screen, ChoiceDialog)
+                and "slower" in app.screen.title_text
+                and app.screen
+            ),
+            120,
+            "the second question",
+        )
+        assert "slower than the incumbent c-incumbent" in again.question
+        await pilot.press("y")
+        await until(
+            pilot, lambda: any("promoted c-16panels" in n for n in notices(app)), 60, "the commit"
+        )
+    repo = git.Repo(paths.root.parents[1])
+    assert repo.head.commit.hexsha != seed_sha
+    assert revalidations(paths) == 1  # the confirmed run was committed, not re-run
