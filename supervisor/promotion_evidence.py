@@ -8,15 +8,14 @@ the command line prints the same lines the TUI's dialog shows.
 from __future__ import annotations
 
 import difflib
-import json
-import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from qrsup.agents.decision import DEFAULT_NOISE
 from qrsup.agents.records import format_ms, read_events
-from qrsup.agents.store import CandidateRow, Store
+from qrsup.agents.store import Store
+from qrsup.kernels.schema import Candidate, Evaluation
 
 STAGES = ("quick", "full", "revalidate")
 
@@ -25,8 +24,8 @@ STAGES = ("quick", "full", "revalidate")
 class PromotionEvidence:
     """The case for one candidate against the incumbent."""
 
-    candidate: CandidateRow
-    incumbent: CandidateRow | None
+    candidate: Candidate
+    incumbent: Candidate | None
     noise: float
     noise_source: str
     stages: tuple[str, ...]
@@ -73,15 +72,12 @@ def read_evidence(
     store_path: Path, events: Iterable[Path], candidate_id: str, session: str
 ) -> PromotionEvidence | str:
     """The evidence for `candidate_id`, or why there is none."""
-    store = Store(store_path)
-    try:
+    with Store.reader(store_path) as store:
         candidate = store.candidate(candidate_id)
         if candidate is None:
             return f"no candidate {candidate_id!r} in session {session}"
         incumbent = store.candidate(store.incumbent_id() or "")
-        runs = [_stage_line(row) for row in store.evaluations(candidate_id)]
-    finally:
-        store.close()
+        runs = [_stage_line(evaluation) for evaluation in store.evaluations(candidate_id)]
     noise, source = noise_band(events, candidate_id)
     old = incumbent.source if incumbent else ""
     diff = "\n".join(
@@ -118,17 +114,13 @@ def noise_band(events: Iterable[Path], candidate_id: str) -> tuple[float, str]:
     return DEFAULT_NOISE, "assumed: nothing re-timed yet"
 
 
-def _stage_line(row: sqlite3.Row) -> str:
-    stage = row["stage"]
-    try:
-        report = json.loads(row["report"])
-    except (TypeError, ValueError):
-        report = {}
+def _stage_line(evaluation: Evaluation) -> str:
+    stage, report = evaluation.stage, evaluation.report
     specs: Sequence[dict] = [s for s in report.get("specs") or [] if isinstance(s, dict)]
     tests = [s for s in specs if s.get("kind") == "test"]
     benchmarks = [s for s in specs if s.get("kind") == "benchmark"]
     checks = sum(int(s.get("checks") or 0) for s in specs)
-    parts = [f"{stage}: {row['verdict']}"]
+    parts = [f"{stage}: {evaluation.verdict}"]
     if tests:
         passed = sum(1 for s in tests if s.get("status") == "pass")
         parts.append(f"{passed}/{len(tests)} test specs passed")
@@ -145,7 +137,7 @@ def _stage_line(row: sqlite3.Row) -> str:
     return " · ".join(parts)
 
 
-def _per_spec(candidate: CandidateRow, incumbent: CandidateRow) -> str:
+def _per_spec(candidate: Candidate, incumbent: Candidate) -> str:
     mine, theirs = candidate.spec_means_ns or {}, incumbent.spec_means_ns or {}
     shown = []
     for index in sorted(mine):

@@ -13,7 +13,8 @@ from qrsup.agents.incumbent import REPO_ROOT
 from qrsup.agents.records import append_event
 from qrsup.agents.session import AgentSpec, RunPaths
 from qrsup.agents.spaces import space_for
-from qrsup.agents.store import CandidateRow, Store
+from qrsup.agents.store import Store
+from qrsup.kernels.schema import Candidate, Decision, Iteration, Verdict
 from qrsup.supervisor.app import SupervisorApp
 from qrsup.supervisor.cli import main
 from qrsup.supervisor.fleet import Fleet
@@ -59,7 +60,7 @@ def promotable_session(tmp_path) -> tuple[RunPaths, str]:
     rows = [("c-incumbent", source, None, "workspace"), ("c-16panels", candidate, "c-inc", "a1")]
     for index, (cid, text, parent, agent) in enumerate(rows):
         store.add_candidate(
-            CandidateRow(
+            Candidate(
                 cid,
                 f"h{index}",
                 text,
@@ -80,8 +81,11 @@ def promotable_session(tmp_path) -> tuple[RunPaths, str]:
         means = {0: geomean_ns, 1: geomean_ns}
         store.add_evaluation(cid, agent, 1, stage, report("pass", geomean_ns, seed, stage), means)
     store.record_iteration(
-        "a1", 1, "c-16panels", "pass", "beam exploit", "16-column panels", "", CANDIDATE_NS, {}
-    )
+        Iteration(
+            "a1", 1, Verdict.PASS, Decision.BEAM_EXPLOIT, "c-16panels",
+            hypothesis="16-column panels", geomean_ns=CANDIDATE_NS,
+        )
+    )  # fmt: skip
     store.add_promotion("c-incumbent", sha, INCUMBENT_NS, None, {}, "seed")
     store.close()
     return paths, sha
@@ -90,7 +94,7 @@ def promotable_session(tmp_path) -> tuple[RunPaths, str]:
 def revalidations(paths: RunPaths) -> int:
     store = Store(paths.store)
     try:
-        return sum(1 for row in store.evaluations("c-16panels") if row["stage"] == "revalidate")
+        return sum(1 for row in store.evaluations("c-16panels") if row.stage == "revalidate")
     finally:
         store.close()
 

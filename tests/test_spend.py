@@ -9,6 +9,7 @@ from qrsup.agents.proposers.printed_usage import printed_usage
 from qrsup.agents.records import append_event
 from qrsup.agents.spend import CostBudget, Spend, parse_cost_budget, recorded_spend
 from qrsup.agents.store import Store
+from qrsup.kernels.schema import Decision, Iteration, Verdict
 
 
 @pytest.mark.parametrize(
@@ -45,9 +46,9 @@ def test_the_budget_is_reached_by_whichever_limit_comes_first():
 def test_spend_is_summed_from_the_iterations_and_the_advisor(tmp_path):
     store = Store(tmp_path / "store.sqlite")
     usage = {"prompt_tokens": 1000, "completion_tokens": 200, "cost_usd": 0.5}
-    for iteration in (1, 2):
-        store.record_iteration("a1", iteration, None, "proposal", "rejected", "", "", None, usage)
-    store.record_iteration("a2", 1, None, "proposal", "rejected", "", "", None, usage)
+    for agent, iteration in (("a1", 1), ("a1", 2), ("a2", 1)):
+        record = Iteration(agent, iteration, Verdict.PROPOSAL, Decision.REJECTED, usage=usage)
+        store.record_iteration(record)
     events = tmp_path / "events.jsonl"
     append_event(events, {"event": "advisor", "prompt_tokens": 300, "cost_usd": 0.25})
     append_event(events, {"event": "steering", "prompt_tokens": 999})
