@@ -159,6 +159,10 @@ class Store:
             self._db = sqlite3.connect(path, timeout=30.0, isolation_level=None)
         self._db.row_factory = sqlite3.Row
         if read_only:
+            tables = {r["name"] for r in self._db.execute("SELECT name FROM sqlite_master")}
+            if "iterations" not in tables:
+                self._db.close()
+                raise StoreError(f"the store at {path} is not set up yet")
             return
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")

@@ -6,7 +6,7 @@ import difflib
 from dataclasses import dataclass
 from pathlib import Path
 
-from qrsup.agents.store import Store
+from qrsup.agents.store import Store, StoreError
 from qrsup.kernels.schema import Candidate, Verdict
 from qrsup.supervisor.messages import DiffRead
 
@@ -90,9 +90,12 @@ class BoardReader:
     def read(self) -> Board:
         """Open the store read-only on first use (SQLite connections belong to the thread that
         opened them); before any agent created it, the board is empty."""
-        if self._store is None and not self.store_path.exists():
-            return Board(spec_labels=self.spec_labels)
-        store = self._store = self._store or Store.reader(self.store_path)
+        if self._store is None:
+            try:
+                self._store = Store.reader(self.store_path)
+            except StoreError:  # no agent has created it yet
+                return Board(spec_labels=self.spec_labels)
+        store = self._store
         since = self._since or None
         fresh = store.iterations(limit=None if since is None else RECENT_ITERATIONS, since=since)
         if since is not None and len(fresh) == RECENT_ITERATIONS:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 from concurrent.futures import Future
 
 from qrsup.agents.records import format_ms
 from qrsup.agents.session import SessionError
 from qrsup.agents.spend import total
-from qrsup.agents.store import Store
+from qrsup.agents.store import Store, StoreError
 from qrsup.kernels.schema import Verdict
 from qrsup.supervisor import actions
 from qrsup.supervisor.errors import UsageError
@@ -159,10 +160,9 @@ def status_table(fleet: Fleet) -> Table:
         )
     spent = total(s.spend for s in statuses)
     caption = [f"session spend {spent.text()}"] if spent.usd or spent.tokens else []
-    if fleet.paths.store.exists():
-        with Store.reader(fleet.paths.store) as store:
-            incumbent = store.candidate(store.incumbent_id() or "")
-            beam = store.beam()
+    with contextlib.suppress(StoreError), Store.reader(fleet.paths.store) as store:
+        incumbent = store.candidate(store.incumbent_id() or "")
+        beam = store.beam()
         if incumbent is not None:
             caption.append(f"incumbent {incumbent.id} {format_ms(incumbent.geomean_ns)}")
             caption += [
@@ -175,10 +175,11 @@ def status_table(fleet: Fleet) -> Table:
 
 def interrupted_table(fleet: Fleet, limit: int = 10) -> Table | None:
     """The latest iterations cut off by an agent's death, with the candidate each left behind."""
-    if not fleet.paths.store.exists():
+    try:
+        with Store.reader(fleet.paths.store) as store:
+            cut = [r for r in store.iterations() if r.verdict == Verdict.INTERRUPTED][:limit]
+    except StoreError:  # no agent has created it yet
         return None
-    with Store.reader(fleet.paths.store) as store:
-        cut = [r for r in store.iterations() if r.verdict == Verdict.INTERRUPTED][:limit]
     if not cut:
         return None
     table = Table(title="interrupted (newest first)", title_justify="left")

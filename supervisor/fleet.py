@@ -12,6 +12,7 @@ agent that died too often stopped. A death the supervisor notices is recorded at
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -44,6 +45,7 @@ from qrsup.kernels.schema import Actor, Lifecycle
 from qrsup.supervisor.leases import GpuLeases, LeaseError, parse_gpus
 
 STALE_HEARTBEAT_S = 30.0
+EXIT_STATUS_WAIT_S = 5.0
 UNRECORDED = "its death is not recorded yet"
 
 
@@ -187,11 +189,15 @@ class Fleet:
 
     def start_all(self, reason: str = "the session was launched") -> dict[str, int]:
         """Start the agents that should run: not those a person killed, paused or stopped, nor
-        one that died too often (left stopped, with the reason). Deaths are recorded first."""
+        one that died too often (left stopped, with the reason). Deaths are recorded first.
+        The pids of the agents running afterwards, those running already included."""
         self.notice_deaths()
         started = {}
         for name in self.names():
-            if self.is_running(name) or not read_control(self.paths, name).desired.starts_on_launch:
+            if (pid := self.pid(name)) is not None:
+                started[name] = pid
+                continue
+            if not read_control(self.paths, name).desired.starts_on_launch:
                 continue
             deaths = deaths_within(self.paths, name)
             if deaths >= CRASH_LOOP_DEATHS:
@@ -217,6 +223,12 @@ class Fleet:
 
     def _exit(self, name: str) -> str:
         """How the agent's process ended, when this supervisor started it."""
+        child = self._children.get(name)
+        if child is not None:
+            # A killed agent's main thread can show as a zombie while its other threads are
+            # still being torn down; its exit status comes a moment later.
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                child.wait(timeout=EXIT_STATUS_WAIT_S)
         self._reap(name)
         code = self._exit_codes.pop(name, None)
         if code is None:

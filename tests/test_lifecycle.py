@@ -47,7 +47,7 @@ def test_a_killed_agent_stays_killed_when_the_session_is_relaunched(tmp_path):
         fleet.start_all()
         assert actions.kill(fleet, "a1").ok
         relaunched = Fleet(paths)  # a new TUI or `qrsup run` on the same session
-        assert relaunched.start_all() == {}  # a2 still runs; a1 stays killed
+        assert list(relaunched.start_all()) == ["a2"]  # a2 still runs; a1 stays killed
         assert not relaunched.is_running("a1") and relaunched.is_running("a2")
         status = relaunched.status("a1")
         assert status.state == "killed" and "by human" in status.detail
@@ -72,7 +72,7 @@ def test_agents_stopped_by_quitting_resume_on_relaunch_but_a_pause_holds(tmp_pat
         wait_for(lambda: not fleet.is_running("a2"), 10, "a2 gone")
         relaunched = Fleet(paths)
         started = relaunched.start_all()
-        assert list(started) == ["a1"]
+        assert list(started) == ["a1"]  # a2 is paused (and down)
         assert relaunched.status("a2").state == "paused"
         died = [e for e in read_events(paths.events("a2")) if e.get("action") == "died"]
         assert len(died) == 1 and died[0]["by"] == "supervisor"

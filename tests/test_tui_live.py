@@ -121,7 +121,7 @@ async def test_kill_asks_first_then_leaves_no_process_of_the_group_and_restart_b
         await pilot.press("y")
         await until(pilot, lambda: not fleet.is_running("a2"), 30, "a2 to die")
         assert [p for p in group if _alive(p)] == []
-        await until(pilot, lambda: app.main.statuses["a2"].state == "stopped", 10, "the list")
+        await until(pilot, lambda: app.main.statuses["a2"].state == "killed", 10, "the list")
         await pilot.press("r")
         await until(pilot, lambda: fleet.pid("a2") not in (None, pid), 30, "a2 restarted")
         await until(pilot, lambda: app.main.statuses["a2"].alive, 10, "the list to say so")

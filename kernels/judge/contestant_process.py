@@ -13,7 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
-from qrsup.kernels.judge.processes import kill_tree, run_delay_ns, tree_rss_bytes
+from qrsup.kernels.judge.processes import (
+    kill_tree,
+    other_threads_ran_ns,
+    schedstat,
+    tree_rss_bytes,
+)
 from qrsup.kernels.judge.protocol import (
     ChannelClosed,
     ChannelTimeout,
@@ -124,9 +129,9 @@ class ContestantProcess:
     def pid(self) -> int:
         return self._proc.pid
 
-    def run_delay_ns(self) -> int:
-        """How long the contestant's main thread has waited for a CPU so far."""
-        return run_delay_ns(self._ps.pid)
+    def thread_times_ns(self) -> tuple[int, int]:
+        """(its other threads' time on a CPU, its main thread's wait for a CPU) so far."""
+        return other_threads_ran_ns(self._ps.pid), schedstat(self._ps.pid)[1]
 
     def cpu_time_ns(self) -> int:
         """User plus system CPU time of all the contestant's threads so far."""

@@ -9,12 +9,13 @@ a background thread can hide work on a spare core, so CPU time spent outside the
 is accounted the same way.
 
 A busy host stretches every cycle without any hidden work: each message between referee and
-contestant wakes a process that then waits for a CPU. The kernel counts that wait (schedstat's
-run delay) for the referee's thread and the contestant's main thread; it is taken out of the
-cycle before the comparison. Only the contestant's wait outside its timed window counts, so a
-kernel whose hidden device work keeps it waiting inside the window gains nothing, and a
-contestant that starves its own main thread outside the window burns CPU time there, which the
-CPU accounting charges.
+contestant wakes a process that then waits for a CPU. On a GPU the kernel's count of that wait
+(schedstat's run delay) for the referee's thread and the contestant's main thread is taken out of
+the cycle before the comparison. Only the contestant's wait outside its timed window counts, so
+a kernel whose hidden device work keeps it waiting inside the window gains nothing; and no wait
+is excused in a cycle where the contestant's other threads ran outside the window, since a
+contestant could starve its own main thread (and the referee) to pass hidden work off as a busy
+host. On the CPU the harness itself is multi-threaded, so nothing is excused there.
 """
 
 from __future__ import annotations

@@ -79,16 +79,34 @@ def kill_tree(pid: int) -> None:
     kill_processes(descendants(pid) + root)
 
 
-def run_delay_ns(pid: int | None = None) -> int:
-    """Time a thread spent runnable but waiting for a CPU (the kernel's schedstat): a busy host's
-    toll, which no process can inflate for another without burning CPU time itself. `pid` names
-    a process's main thread; None, the calling thread. 0 where the kernel does not keep it."""
-    path = f"/proc/{pid}/schedstat" if pid is not None else "/proc/thread-self/schedstat"
+def schedstat(pid: int | None = None) -> tuple[int, int]:
+    """(time on a CPU, time runnable but waiting for a CPU) of a thread, in ns, as the kernel
+    counts them: `pid` names a process's main thread; None, the calling thread. Zeros where the
+    kernel does not keep them."""
+    return schedstat_of(f"/proc/{pid}/schedstat" if pid else "/proc/thread-self/schedstat")
+
+
+def schedstat_of(path: str) -> tuple[int, int]:
     try:
         with open(path) as stats:
-            return int(stats.read().split()[1])
-    except (OSError, IndexError, ValueError):
+            ran, waited = stats.read().split()[:2]
+        return int(ran), int(waited)
+    except (OSError, ValueError):
+        return 0, 0
+
+
+def other_threads_ran_ns(pid: int) -> int:
+    """Time on a CPU of a process's threads other than its main one, in ns (schedstat's clock,
+    finer than the tick-counted CPU times)."""
+    total = 0
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
         return 0
+    for task in tasks:
+        if task != str(pid):
+            total += schedstat_of(f"/proc/{pid}/task/{task}/schedstat")[0]
+    return total
 
 
 def tree_rss_bytes(pid: int) -> int:

@@ -32,7 +32,7 @@ from qrsup.kernels.judge.integrity import (
     judge_integrity,
 )
 from qrsup.kernels.judge.outcome import SpecOutcome, assemble_report
-from qrsup.kernels.judge.processes import run_delay_ns
+from qrsup.kernels.judge.processes import schedstat
 from qrsup.kernels.judge.protocol import sign, write_all
 from qrsup.kernels.judge.sandbox import isolation_summary
 from qrsup.kernels.suites import Spec
@@ -42,6 +42,10 @@ CALIBRATION_SPEC = Spec(batch=2, n=8, cond=0, case="dense", seed=0)
 CALIBRATION_CYCLES = 9
 CALIBRATION_CYCLES_PER_SPEC = 5
 SAMPLED_RECHECK_PROBABILITY = 0.125
+# How much the contestant's other threads may run outside a window before its waits count as
+# its own doing: a floor, or a share of the time outside the window.
+OTHER_THREADS_SLACK_NS = 2_000_000
+OTHER_THREADS_SHARE = 0.1
 ABORT_MIN_CYCLES = 4
 ABORT_FACTOR = 3.0
 FAILURE_STATUS = {"timeout": "timeout", "crash": "crash", "memory": "memory", "protocol": "fail"}
@@ -49,20 +53,30 @@ FAILURE_STATUS = {"timeout": "timeout", "crash": "crash", "memory": "memory", "p
 
 @dataclass(frozen=True)
 class _Reading:
-    """The contestant's CPU time and its main thread's wait for a CPU, read by the referee."""
+    """The contestant's CPU time, its other threads' time on a CPU, and its main thread's wait
+    for one, read by the referee."""
 
     cpu_ns: int
+    others_ns: int
     wait_ns: int
 
     @classmethod
     def of(cls, proc: ContestantProcess) -> _Reading:
-        return cls(proc.cpu_time_ns(), proc.run_delay_ns())
+        return cls(proc.cpu_time_ns(), *proc.thread_times_ns())
 
     def since(self, earlier: _Reading) -> _Reading:
-        return _Reading(self.cpu_ns - earlier.cpu_ns, self.wait_ns - earlier.wait_ns)
+        return _Reading(
+            self.cpu_ns - earlier.cpu_ns,
+            self.others_ns - earlier.others_ns,
+            self.wait_ns - earlier.wait_ns,
+        )
 
     def plus(self, other: _Reading) -> _Reading:
-        return _Reading(self.cpu_ns + other.cpu_ns, self.wait_ns + other.wait_ns)
+        return _Reading(
+            self.cpu_ns + other.cpu_ns,
+            self.others_ns + other.others_ns,
+            self.wait_ns + other.wait_ns,
+        )
 
 
 class _Stop(Exception):
@@ -232,7 +246,7 @@ class Referee:
         the timed window has closed. A candidate error or rule violation ends the spec (_Stop).
         """
         proc = self.contestant
-        own_wait_start = run_delay_ns()
+        own_wait_start = schedstat()[1]
         start, wall_start = _Reading.of(proc), time.perf_counter_ns()
         shape = {"batch": spec.batch, "n": spec.n, "cond": spec.cond, "case": spec.case}
         reply, _ = self._ask({"op": "prepare", "spec": shape, "seeds": seeds}, "prepare", "prepare")
@@ -255,21 +269,31 @@ class Referee:
         exported = export_after(claimed)
         reply, _ = self._ask({"op": "inspect", "export": exported}, "inspect", "inspect")
         wall_end, end = time.perf_counter_ns(), _Reading.of(proc)
-        own_wait = run_delay_ns() - own_wait_start
+        own_wait = schedstat()[1] - own_wait_start
         problems = reply.get("problems") or []
         if problems and outcome is not None:
             first = problems[0]
             outcome.fail("fail", str(first.get("reason", "rule violated")), str(first.get("gate")))
             raise _Stop
         outside = before_go.since(start).plus(end.since(after_go))
+        excused = self._excusable(outside, (wall_end - wall_start) - window)
         return Cycle(
             claimed_ns=float(claimed),
             window_ns=float(window),
             cycle_ns=float(wall_end - wall_start),
             cpu_outside_ns=float(outside.cpu_ns),
             exported=exported,
-            host_wait_ns=float(own_wait + outside.wait_ns),
+            host_wait_ns=float(own_wait + outside.wait_ns) if excused else 0.0,
         )
+
+    def _excusable(self, outside: _Reading, wall_outside_ns: float) -> bool:
+        """Whether a wait for a CPU outside the window is the host's toll. On a GPU the harness
+        outside the window leaves the contestant's other threads idle; when they ran anyway, the
+        contestant may be starving its own main thread (and the referee) to pass hidden work off
+        as a busy host, so nothing is excused. On the CPU the harness itself is multi-threaded,
+        so the two cannot be told apart and nothing is excused either."""
+        slack = max(OTHER_THREADS_SLACK_NS, OTHER_THREADS_SHARE * wall_outside_ns)
+        return self.device.type == "cuda" and outside.others_ns <= slack
 
     def _run_test(self, outcome: SpecOutcome) -> None:
         seeds = [outcome.spec.seed]
