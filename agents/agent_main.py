@@ -14,6 +14,7 @@ from qrsup.agents.advisor import build_advisor
 from qrsup.agents.evaluation import Evaluator
 from qrsup.agents.heartbeat import read_beat, write_beat
 from qrsup.agents.incumbent import REPO_ROOT
+from qrsup.agents.judge_executor import session_executor
 from qrsup.agents.loop import ResearchAgent
 from qrsup.agents.proposal import Proposer
 from qrsup.agents.proposers import CommandConfig, CommandProposer, ModelConfig, OpenAIProposer
@@ -68,7 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         # The tuner's candidates are qrsup's own code: they may share compiled kernels.
         cache = shared(paths.agent_dir(name) / "triton") if spec.proposer == "tuner" else None
-        evaluator = Evaluator.for_session(paths, session, device, cache)
+        executor = session_executor(paths, session, name, AgentLog(paths.agent_log(name)).write)
+        evaluator = Evaluator.for_session(paths, session, device, cache, executor)
         proposer = build_proposer(spec, session, store)
         advisor = build_advisor(spec, session, paths)
         agent = ResearchAgent(paths, session, spec, store, proposer, evaluator, advisor)

@@ -87,7 +87,12 @@ class ResearchAgent:
         )
         self.heartbeat.update(state="evaluating", detail="incumbent", iteration=self.iteration)
         incumbent = bootstrap_incumbent(
-            self.paths, self.session, self.store, self.evaluator, self.log
+            self.paths,
+            self.session,
+            self.store,
+            self.evaluator,
+            self.log,
+            self._progress("incumbent"),
         )
         self.state.goal_reference = dict(incumbent.spec_means_ns)
         self.best_ns = self._own_best()
@@ -264,6 +269,7 @@ class ResearchAgent:
             trace_out=trace_path_for(path),
             isolation=self.evaluator.isolation,
             triton_cache=self.evaluator.cache_for(path),
+            executor=self.evaluator.executor,
         )
         seconds = time.monotonic() - started
         ok = isinstance(result, ProfileSummary)
@@ -380,7 +386,9 @@ class ResearchAgent:
             where = frame.get("phase", "")
             if "index" in frame:
                 where = f"{where} {frame['index'] + 1}/{frame['total']}"
-            self.heartbeat.update(detail=f"{stage}: {where}")
+            # An executor waiting for its cluster says so with a state ("waiting") of its own.
+            state = frame.get("state", "evaluating")
+            self.heartbeat.update(state=state, detail=f"{stage}: {where}")
 
         return report
 

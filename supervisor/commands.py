@@ -8,11 +8,14 @@ from concurrent.futures import Future
 from qrsup.agents.records import format_ms
 from qrsup.agents.session import SessionError
 from qrsup.agents.store import Store
+from qrsup.kernels.executors.ray_target import RayTarget
 from qrsup.supervisor import actions
 from qrsup.supervisor.errors import UsageError
+from qrsup.supervisor.executor_option import cluster_device, launch_executor, require_executor
 from qrsup.supervisor.fleet import Fleet, FleetError, find_session
 from qrsup.supervisor.headless import run_headless
 from qrsup.supervisor.launch import LaunchChoices, LaunchError, prepare_session
+from qrsup.supervisor.local_ray import LocalRay
 from rich.console import Console
 from rich.table import Table
 
@@ -20,6 +23,9 @@ ASK_TIMEOUT_S = 300.0
 
 
 def launch_choices(args: argparse.Namespace, device: str) -> LaunchChoices:
+    executor, ray_address = launch_executor(args)
+    if executor == "ray" and ray_address:
+        device = cluster_device(RayTarget(ray_address))
     return LaunchChoices(
         workspace=args.workspace,
         session=args.session,
@@ -32,6 +38,8 @@ def launch_choices(args: argparse.Namespace, device: str) -> LaunchChoices:
         init=args.init,
         gpus=args.gpus,
         agents_per_gpu=args.agents_per_gpu,
+        executor=executor,
+        ray_address=ray_address,
     )
 
 
@@ -40,13 +48,18 @@ def _prepared_fleet(choices: LaunchChoices, console: Console) -> Fleet:
         paths, config, created = prepare_session(choices)
     except (LaunchError, SessionError) as exc:
         raise UsageError(str(exc)) from None
+    require_executor(config.executor)  # a session made with Ray, reattached without it
     verb = "created" if created else "reattaching to"
     console.print(f"{verb} session '{config.name}' in {paths.root} ({config.suite} suite)")
     return Fleet(paths)
 
 
 def headless(choices: LaunchChoices, console: Console) -> int:
-    return run_headless(_prepared_fleet(choices, console), console)
+    fleet = _prepared_fleet(choices, console)
+    try:
+        return run_headless(fleet, console)
+    finally:  # every agent has stopped: the session's local Ray instance (if any) goes too
+        LocalRay(fleet.paths).stop()
 
 
 def tui(choices: LaunchChoices) -> int:

@@ -23,6 +23,7 @@ from qrsup.agents.heartbeat import read_beat, write_beat
 from qrsup.agents.session import AgentSpec, RunPaths, SessionConfig, load_session, save_session
 from qrsup.kernels.judge.processes import kill_tree
 from qrsup.supervisor.leases import GpuLeases, LeaseError, parse_gpus
+from qrsup.supervisor.local_ray import ensure_session_instance, session_instance_in_use
 
 STALE_HEARTBEAT_S = 30.0
 
@@ -80,6 +81,10 @@ class Fleet:
         """Where a person's promotion re-judges: a free GPU, leased while it runs; with none free,
         the GPU of `beside` (the candidate's agent), so no other agent's judge is disturbed."""
         device = self.session.agents[0].device if self.session.agents else "cpu"
+        if self.session.executor == "ray":  # Ray places the run; no lease to take
+            with session_instance_in_use(self.paths, self.session, FleetError):
+                yield device
+            return
         leases = self.leases() if device == "cuda" else None
         if leases is None or not leases.gpus:
             yield device
@@ -131,7 +136,10 @@ class Fleet:
             return existing
         self.paths.ensure(name)
         device = spec.device
-        if device == "cuda":
+        ray = self.session.executor == "ray"  # Ray assigns a GPU per judge run: no lease
+        if ray:
+            ensure_session_instance(self.paths, self.session, FleetError)
+        elif device == "cuda":
             try:
                 device = f"cuda:{self.leases().acquire(name)}"
             except (LeaseError, ValueError) as exc:
@@ -148,7 +156,7 @@ class Fleet:
         log.close()
         self._children[name] = process
         self.paths.pid_file(name).write_text(str(process.pid))
-        if spec.device == "cuda":
+        if spec.device == "cuda" and not ray:
             self.leases().bind(name, process.pid)
         return process.pid
 
@@ -175,7 +183,7 @@ class Fleet:
             return False
         kill_tree(pid)
         self._reap(name)
-        if self.session.agent(name).device == "cuda":
+        if self.session.agent(name).device == "cuda" and self.session.executor == "local":
             self.leases().release(name)
         beat = read_beat(self.paths.heartbeat(name))
         if beat is not None:

@@ -38,6 +38,8 @@ class LaunchChoices:
     init: bool = False
     gpus: str | None = None
     agents_per_gpu: int = 1
+    executor: str = "local"
+    ray_address: str = ""  # "": a local instance (only with the ray executor)
 
 
 def parse_budget(text: str | None) -> tuple[int, float]:
@@ -109,6 +111,8 @@ def prepare_session(choices: LaunchChoices) -> tuple[RunPaths, SessionConfig, bo
         rule="quick",
         gpus=choices.gpus or "",
         agents_per_gpu=choices.agents_per_gpu,
+        executor=choices.executor,
+        ray_address=choices.ray_address,
         agents=default_agents(count, proposer, goal, choices.budget, choices.device),
     )
     _ignore_runs(workspace)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import psutil
 import pytest
@@ -11,6 +12,9 @@ import torch
 from qrsup.kernels.judge.report import JudgeReport
 from qrsup.kernels.judge.runner import JudgeConfig, Progress, Timeouts, evaluate
 from qrsup.kernels.suites import Spec, Suite
+
+if TYPE_CHECKING:
+    from tests.ray_cluster import RayTestCluster
 
 ROOT = Path(__file__).resolve().parent.parent
 CHEATERS = Path(__file__).resolve().parent / "cheaters"
@@ -36,6 +40,19 @@ def no_leftover_processes() -> Iterator[None]:
         if p.pid not in before and p.status() != psutil.STATUS_ZOMBIE
     ]
     assert leftovers == [], f"processes left behind: {leftovers}"
+
+
+@pytest.fixture(scope="session")
+def ray_cluster() -> Iterator[RayTestCluster]:
+    """One local multi-node Ray cluster for every test that needs one (it is slow to start)."""
+    pytest.importorskip("ray")
+    from tests.ray_cluster import RayTestCluster
+
+    cluster = RayTestCluster()
+    try:
+        yield cluster
+    finally:
+        cluster.shutdown()
 
 
 def processes_whose_command_has(text: str) -> list[psutil.Process]:

@@ -15,6 +15,7 @@ VERDICTS = (
     "rejected",
     "skipped",
     "tampered",
+    "lost node",  # a Ray worker node died under the run, and again under its one retry
 )
 
 
@@ -39,6 +40,7 @@ class JudgeReport:
     specs: list[dict[str, Any]] = field(default_factory=list)
     candidate_output: str = ""
     isolation: dict[str, Any] = field(default_factory=dict)
+    placement: dict[str, Any] = field(default_factory=dict)  # where a Ray executor ran it
 
     @property
     def passed(self) -> bool:

@@ -9,6 +9,7 @@ STATE_STYLES = {
     "goal met": "bold green",
     "paused": "yellow",
     "evaluating": "cyan",
+    "waiting": "yellow",
     "proposing": "blue",
     "stopped": "dim",
 }

@@ -97,7 +97,8 @@ class MainScreen(Screen):
     def on_agents_sampled(self, message: AgentsSampled) -> None:
         self.statuses = {status.name: status for status in message.statuses}
         self.query_one(AgentList).show(message.statuses)
-        self.query_one(StatsPanel).show(message.gpus, message.loads, message.leases)
+        stats = self.query_one(StatsPanel)
+        stats.show(message.gpus, message.loads, message.leases, message.cluster)
         if self.selected_agent is None and message.statuses:
             self.selected_agent = message.statuses[0].name
         self._show_goal()

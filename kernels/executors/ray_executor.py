@@ -1,0 +1,250 @@
+"""Judge runs as Ray tasks: the side of the agent (or of `qrsup test`) that asks for them.
+
+Each run starts a Ray driver of its own (`ray_submit`) and follows its lines: progress frames go
+to `on_progress`, the placement to the agent's slot file, and the report comes back as the local
+executor's would, with `placement` saying where it ran. A lost node is retried once, by the
+driver; lost again, the report's verdict is `lost node`. With no cluster to reach, the run waits,
+says so through `on_progress` (state `waiting`) and once in the log, and tries again every
+`retry_s` until the cluster is back: agents wait, they do not crash (a person's command, which
+asks not to wait, gets `ClusterUnreachable`). Ray's own errors arrive as one line each.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import IO
+
+from qrsup.kernels.executors.base import JudgeExecutor
+from qrsup.kernels.executors.job import JobResult, JudgeJob
+from qrsup.kernels.executors.ray_submit import SubmitRequest
+from qrsup.kernels.executors.ray_target import RayTarget
+from qrsup.kernels.executors.slot import SlotWriter
+from qrsup.kernels.judge.processes import kill_tree
+from qrsup.kernels.judge.protocol import ChannelClosed, ChannelTimeout, LineReader, ProtocolError
+from qrsup.kernels.judge.runner import JudgeConfig, Progress
+from qrsup.kernels.judge.static_checks import check_candidate_file
+
+LOST_NODE = "lost node"
+RETRY_S = 10.0
+CONNECT_TIMEOUT_S = 120.0
+DRIVER_EXIT_S = 10.0
+NO_INSTANCE = "no local Ray instance is running for this session"
+
+
+class ClusterUnreachable(ConnectionError):
+    """The cluster cannot be reached and the caller asked not to wait (a person's command)."""
+
+
+@dataclass(frozen=True)
+class Unreachable:
+    """The cluster could not be reached (or was lost mid-run); nothing was judged."""
+
+    reason: str
+
+
+class RayExecutor(JudgeExecutor):
+    """Runs each judge run as a Ray task on the cluster `target()` names at the time."""
+
+    def __init__(
+        self,
+        target: Callable[[], RayTarget | None],
+        note: Callable[[str], None] = lambda line: None,
+        slot: Path | None = None,
+        retry_s: float = RETRY_S,
+        connect_timeout_s: float = CONNECT_TIMEOUT_S,
+        lost_node_retries: int = 1,
+        wait_for_cluster: bool = True,
+    ) -> None:
+        self.target = target
+        self.wait_for_cluster = wait_for_cluster
+        self.note = note
+        self.slot = SlotWriter(slot)
+        self.retry_s = retry_s
+        self.connect_timeout_s = connect_timeout_s
+        self.lost_node_retries = lost_node_retries
+
+    def run_judge(
+        self,
+        candidate: Path,
+        config: JudgeConfig,
+        on_progress: Progress | None = None,
+        extra: dict | None = None,
+        keep: dict[str, Path] | None = None,
+    ) -> dict:
+        static = check_candidate_file(candidate.resolve(), config.forbidden_words)
+        if not static.ok:  # nothing to ship
+            return {**_base(candidate, config, b""), "verdict": "rejected", "reason": static.reason}
+        job = JudgeJob.of(candidate, _for_worker(config), extra, keep)
+        progress = on_progress or (lambda frame: None)
+        waiting_for = ""
+        while True:
+            target = self.target()
+            outcome = self._run_once(target, job, progress) if target else Unreachable(NO_INSTANCE)
+            if not isinstance(outcome, Unreachable):
+                break
+            if not self.wait_for_cluster:
+                raise ClusterUnreachable(outcome.reason)
+            if outcome.reason != waiting_for:
+                self.note(f"Ray cluster unreachable: {outcome.reason}; the judge run waits for it")
+                waiting_for = outcome.reason
+            self.slot.set("waiting", detail=outcome.reason)
+            progress({"phase": "no Ray cluster", "state": "waiting"})
+            time.sleep(self.retry_s)
+        if waiting_for:
+            self.note("Ray cluster reachable again; the judge run goes ahead")
+        self.slot.set("idle")
+        result, placement = outcome
+        result.save_kept(keep or {})
+        return _complete(result.report, candidate, config, job.source, placement)
+
+    def _run_once(
+        self, target: RayTarget, job: JudgeJob, progress: Progress
+    ) -> tuple[JobResult, dict] | Unreachable:
+        request = SubmitRequest(target.address, job, _resources(job.config), self.lost_node_retries)
+        read_fd, write_fd = os.pipe()
+        with tempfile.TemporaryFile() as stderr:
+            driver = subprocess.Popen(
+                [sys.executable, "-m", "qrsup.kernels.executors.ray_submit", str(write_fd)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=stderr,
+                pass_fds=(write_fd,),
+                env={**os.environ, **target.env},
+            )
+            os.close(write_fd)
+            finished = False
+            try:
+                assert driver.stdin is not None
+                driver.stdin.write(pickle.dumps(request))
+                driver.stdin.close()
+                outcome = self._follow(LineReader(read_fd), target, progress, driver, stderr)
+                finished = True
+                return outcome
+            finally:
+                os.close(read_fd)
+                _end(driver, patient=finished)
+
+    def _follow(
+        self,
+        reader: LineReader,
+        target: RayTarget,
+        progress: Progress,
+        driver: subprocess.Popen,
+        stderr: IO[bytes],
+    ) -> tuple[JobResult, dict] | Unreachable:
+        started = time.monotonic()
+        deadline: float | None = started + self.connect_timeout_s
+        placement: dict = {"executor": "ray", "address": target.address, "lost_nodes": []}
+        marks: dict[str, float] = {}
+        while True:
+            try:
+                message = json.loads(reader.read_line(deadline))
+            except ChannelTimeout:
+                return Unreachable(
+                    f"no connection to {target.address} in {self.connect_timeout_s:g} s"
+                )
+            except (ChannelClosed, ProtocolError, ValueError):
+                return Unreachable(_driver_death(driver, stderr))
+            kind = message.pop("kind")
+            marks[kind] = time.monotonic() - started
+            if kind == "connected":
+                deadline = None  # from here on the run may queue for as long as it takes
+                placement["connect_s"] = round(marks[kind], 3)
+            elif kind == "queued":
+                self.slot.set("queued")
+                progress({"phase": "queued on the cluster"})
+            elif kind == "placement":
+                node = {k: message[k] for k in ("node_id", "node_ip", "gpus")}
+                self.slot.set("running", **{**node, "gpus": tuple(node["gpus"])})
+                placement.update(node, queued_s=round(marks[kind] - marks["queued"], 3))
+            elif kind == "frame":
+                progress(message["frame"])
+            elif kind == "node_lost":
+                lost = message["node_id"]
+                placement["lost_nodes"].append(lost)
+                self.note(f"judge run lost node {lost[:8]} ({message['text']}); retrying it once")
+                progress({"phase": "node lost; retrying"})
+            elif kind == "result":
+                placement["run_s"] = round(marks[kind] - marks.get("placement", marks[kind]), 3)
+                return JobResult.from_dict(message), placement
+            elif kind == "lost_node":
+                nodes = ", ".join(n[:8] for n in message["nodes"])
+                reason = (
+                    f"the judge run's worker node was lost on every attempt ({nodes}); "
+                    "nothing was judged"
+                )
+                self.note(reason)
+                return JobResult({"verdict": LOST_NODE, "reason": reason, "specs": []}), placement
+            elif kind == "unreachable":
+                return Unreachable(message["text"])
+            elif kind == "error":
+                self.note(f"Ray error: {message['text']}")
+                report = {"verdict": "error", "reason": f"Ray: {message['text']}", "specs": []}
+                return JobResult(report), placement
+
+
+def _for_worker(config: JudgeConfig) -> JudgeConfig:
+    """The config as the worker must read it: `cuda` is the GPU Ray assigned; turns are its own."""
+    device = "cuda" if config.device.startswith("cuda") else config.device
+    return replace(config, device=device, device_turns=None)
+
+
+def _resources(config: JudgeConfig) -> dict[str, float]:
+    """One GPU for a CUDA suite (never two judges on one GPU), one CPU for a CPU suite."""
+    return {"num_gpus": 1} if config.device.startswith("cuda") else {"num_cpus": 1}
+
+
+def _base(candidate: Path, config: JudgeConfig, source: bytes) -> dict:
+    return {
+        "candidate": str(candidate.resolve()),
+        "source_sha256": hashlib.sha256(source).hexdigest() if source else "",
+        "suite": config.judged_suite().name,
+        "mode": config.mode,
+        "seed": config.seed,
+        "specs": [],
+    }
+
+
+def _complete(
+    report: dict, candidate: Path, config: JudgeConfig, source: bytes, placement: dict
+) -> dict:
+    """The worker's report as the caller knows the run: its own path, and where it ran."""
+    data = {**_base(candidate, config, source), **report, "placement": placement}
+    data["candidate"] = str(candidate.resolve())
+    if data["verdict"] == "tampered" and placement.get("node_ip"):
+        data["reason"] = f"on node {placement['node_ip']}: {data['reason']}"
+    return data
+
+
+def _driver_death(driver: subprocess.Popen, stderr: IO[bytes]) -> str:
+    """One line on why the driver ended without a final word: its status and last error line."""
+    try:
+        code = driver.wait(DRIVER_EXIT_S)
+    except subprocess.TimeoutExpired:
+        code = None
+    stderr.seek(0)
+    lines = [line.strip() for line in stderr.read().decode(errors="replace").splitlines()]
+    last = next((line for line in reversed(lines) if line), "")
+    return f"the Ray driver ended (status {code}){': ' + last[:200] if last else ''}"
+
+
+def _end(driver: subprocess.Popen, patient: bool) -> None:
+    """Let a driver that answered exit on its own; kill one that did not (its task goes too)."""
+    if patient:
+        try:
+            driver.wait(DRIVER_EXIT_S)
+            return
+        except subprocess.TimeoutExpired:
+            pass
+    kill_tree(driver.pid)
+    driver.wait()
