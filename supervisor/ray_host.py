@@ -39,7 +39,8 @@ def main(argv: list[str]) -> int:
         signal.signal(signum, on_signal)
     import ray
 
-    ray.init(include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
+    # "local": a new instance, never a cluster found through RAY_ADDRESS or a `ray start` here
+    ray.init("local", include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
     try:
         address = ray.get_runtime_context().gcs_address
         # ray.init() turned token authentication on for itself (unless RAY_AUTH_MODE said
