@@ -320,7 +320,8 @@ class FleetSampler:
                 loads = processes.sample({s.name: s.pid for s in statuses})
                 view = None
                 if cluster is not None:
-                    view = cluster.view(judge_slots(self.paths, [s.name for s in statuses]))
+                    alive = [s.name for s in statuses if s.alive]  # a killed agent's slot is stale
+                    view = cluster.view(judge_slots(self.paths, alive))
                 sample = AgentsSampled(statuses, loads, gpus.sample(), leases.holders(), view)
                 self._post(sample)
                 for status in statuses:
