@@ -66,10 +66,10 @@ def main(argv: list[str] | None = None) -> int:
     paths.ensure(name)
     paths.pid_file(name).write_text(str(os.getpid()))
     store = Store(paths.store)
+    executor = session_executor(paths, session, name, AgentLog(paths.agent_log(name)).write)
     try:
         # The tuner's candidates are qrsup's own code: they may share compiled kernels.
         cache = shared(paths.agent_dir(name) / "triton") if spec.proposer == "tuner" else None
-        executor = session_executor(paths, session, name, AgentLog(paths.agent_log(name)).write)
         evaluator = Evaluator.for_session(paths, session, device, cache, executor)
         proposer = build_proposer(spec, session, store)
         advisor = build_advisor(spec, session, paths)
@@ -86,6 +86,7 @@ def main(argv: list[str] | None = None) -> int:
             write_beat(paths.heartbeat(name), crashed)
         return 1
     finally:
+        executor.close()  # a Ray driver kept between judge runs ends with the agent
         store.close()
 
 

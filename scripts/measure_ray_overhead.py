@@ -22,7 +22,7 @@ from pathlib import Path
 
 import psutil
 from qrsup.agents.session import RunPaths
-from qrsup.agents.store import Store
+from qrsup.agents.store import CandidateRow, Store
 from qrsup.kernels.executors.base import LOCAL, JudgeExecutor
 from qrsup.kernels.executors.ray_executor import RayExecutor
 from qrsup.kernels.executors.ray_target import RayTarget
@@ -128,19 +128,23 @@ class PeakDriverRss:
 
 
 def store_writes_per_s(report_bytes: int, count: int = 500) -> dict:
-    """An evaluation's records as the loop writes them (evaluation row, iteration row), timed."""
+    """An evaluated iteration's rows as the loop writes them (candidate, evaluation, iteration)."""
     report = {"verdict": "pass", "reason": "", "padding": "x" * max(0, report_bytes - 40)}
     with tempfile.TemporaryDirectory() as temp:
         store = Store(Path(temp) / "store.sqlite")
         try:
             started = time.monotonic()
             for i in range(count):
-                store.add_evaluation(f"c-{i}", "a1", i, "quick", report, {0: 1.0})
-                store.record_iteration("a1", i, f"c-{i}", "pass", "rejected", "h", "", 1.0, {})
+                row = CandidateRow(
+                    f"c-{i}", f"{i:064x}", "src", None, "a1", "exploit", "f", "h", None, 0.0
+                )
+                store.add_candidate(row)
+                store.add_evaluation(row.id, "a1", i, "quick", report, {0: 1.0})
+                store.record_iteration("a1", i, row.id, "pass", "rejected", "h", "", 1.0, {})
             seconds = time.monotonic() - started
         finally:
             store.close()
-    return {"store_evaluations_per_s": round(count / seconds, 1)}
+    return {"store_iterations_per_s": round(count / seconds, 1)}
 
 
 if __name__ == "__main__":

@@ -11,8 +11,7 @@ import os
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from functools import partial
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from qrsup.agents.session import RunPaths
@@ -56,16 +55,17 @@ def command_executor(
         return
     address = address_from(getattr(args, "ray_address", None), os.environ)
     try:
-        if address:
-            yield RayExecutor(partial(RayTarget, address), note, wait_for_cluster=False)
-            return
-        with tempfile.TemporaryDirectory(prefix="qrsup-ray-") as temp:
-            local = LocalRay(RunPaths(Path(temp)))
-            try:
-                with local.use() as target:
-                    yield RayExecutor(lambda: target, note, wait_for_cluster=False)
-            finally:
-                local.stop()
+        with ExitStack() as stack:
+            if address:
+                target = RayTarget(address)
+            else:
+                temp = stack.enter_context(tempfile.TemporaryDirectory(prefix="qrsup-ray-"))
+                local = LocalRay(RunPaths(Path(temp)))
+                stack.callback(local.stop)
+                target = stack.enter_context(local.use())
+            ray = RayExecutor(lambda: target, note, wait_for_cluster=False)
+            stack.callback(ray.close)
+            yield ray
     except LocalRayError as exc:
         raise UsageError(str(exc)) from None
     except ClusterUnreachable as exc:

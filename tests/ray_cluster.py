@@ -6,11 +6,20 @@ CPU each and run on loopback beside the tests. A test that removes a worker node
 
 from __future__ import annotations
 
+import os
+
 import psutil
 from ray.cluster_utils import Cluster
 
 WORKER_NODES = 2
 NODE_ARGS = {"num_cpus": 1, "object_store_memory": 80 * 2**20}
+# Processes only the Ray executor starts; no one else on a machine runs these.
+EXECUTOR_MODULES = (
+    "qrsup.kernels.executors.ray_submit",
+    "qrsup.kernels.executors.remote_main",
+    "qrsup.kernels.executors.ray_probe",
+    "qrsup.supervisor.ray_host",
+)
 # Modules whose processes belong to a session or a judge run, never to the cluster itself.
 SESSION_MODULES = (
     "qrsup.agents.agent_main",
@@ -54,15 +63,15 @@ class RayTestCluster:
 
 
 def session_processes() -> list[psutil.Process]:
-    """Living processes under this test process that belong to a session or a judge run."""
+    """Living processes of a session or a judge run: under this test process, or anywhere for
+    the processes only the Ray executor starts (a Ray driver outlives its parent if not ended)."""
+    mine = {p.pid for p in psutil.Process().children(recursive=True)}
     found = []
-    for process in psutil.Process().children(recursive=True):
-        try:
-            command = " ".join(process.cmdline())
-            if process.status() != psutil.STATUS_ZOMBIE and any(
-                module in command for module in SESSION_MODULES
-            ):
-                found.append(process)
-        except psutil.Error:
+    for process in psutil.process_iter(["cmdline", "status"]):
+        command = " ".join(process.info["cmdline"] or [])
+        if process.info["status"] == psutil.STATUS_ZOMBIE or process.pid == os.getpid():
             continue
+        ours = process.pid in mine and any(module in command for module in SESSION_MODULES)
+        if ours or any(module in command for module in EXECUTOR_MODULES):
+            found.append(process)
     return found

@@ -44,6 +44,20 @@ def config(mode: str = "test") -> JudgeConfig:
     )
 
 
+@pytest.fixture
+def make_executor():
+    """RayExecutors closed at the end of the test (each keeps a Ray driver between runs)."""
+    made: list[RayExecutor] = []
+
+    def make(*args: object, **kwargs: object) -> RayExecutor:
+        made.append(RayExecutor(*args, **kwargs))  # type: ignore[arg-type]
+        return made[-1]
+
+    yield make
+    for executor in made:
+        executor.close()
+
+
 class Notes(list):
     """What the executor wrote to its log."""
 
@@ -65,11 +79,17 @@ def test_a_judge_run_on_a_worker_node_reports_as_on_this_host_and_says_where(ray
     phases = [frame.get("phase") for frame in frames]
     assert phases[0] == "queued on the cluster" and "test" in phases  # the referee's own frames
     assert read_slot(slot).state == "idle"
+    again = executor.evaluate(candidate, config())  # on the driver kept from the first run
+    assert again.verdict == "pass"
+    assert report.placement["connect_s"] > 0 and again.placement["connect_s"] == 0
+    executor.close()
     assert wait_for(lambda: not session_processes(), 30, "the run's processes to end")
 
 
-def test_a_profile_on_the_cluster_brings_its_trace_back_by_value(ray_cluster, tmp_path):
-    executor = RayExecutor(lambda: RayTarget(ray_cluster.address))
+def test_a_profile_on_the_cluster_brings_its_trace_back_by_value(
+    ray_cluster, make_executor, tmp_path
+):
+    executor = make_executor(lambda: RayTarget(ray_cluster.address))
     candidate = tmp_path / "c-geqrf.py"
     candidate.write_text((CANDIDATES / "torch_geqrf.py").read_text())
     trace = tmp_path / "profiles" / "c-geqrf.trace.json.gz"
@@ -80,12 +100,14 @@ def test_a_profile_on_the_cluster_brings_its_trace_back_by_value(ray_cluster, tm
     assert trace.is_file() and trace.read_bytes()[:2] == b"\x1f\x8b"  # gzipped, as asked
 
 
-def test_a_node_lost_mid_run_is_retried_once_on_the_other_node(ray_cluster, tmp_path):
+def test_a_node_lost_mid_run_is_retried_once_on_the_other_node(
+    ray_cluster, make_executor, tmp_path
+):
     candidate = tmp_path / "slow.py"
     candidate.write_text(SLOW)
     slot = tmp_path / "judge.json"
     notes = Notes()
-    executor = RayExecutor(lambda: RayTarget(ray_cluster.address), notes, slot)
+    executor = make_executor(lambda: RayTarget(ray_cluster.address), notes, slot)
     reports = []
     run = threading.Thread(target=lambda: reports.append(executor.evaluate(candidate, config())))
     run.start()
@@ -99,6 +121,7 @@ def test_a_node_lost_mid_run_is_retried_once_on_the_other_node(ray_cluster, tmp_
         assert report.placement["node_id"] in ray_cluster.worker_ids()  # the survivor
         (note,) = [line for line in notes if "lost node" in line]
         assert "retrying it once" in note and "\n" not in note
+        executor.close()
         assert wait_for(lambda: not session_processes(), 30, "the lost run's judge to be killed")
     finally:
         run.join(240)
@@ -106,7 +129,7 @@ def test_a_node_lost_mid_run_is_retried_once_on_the_other_node(ray_cluster, tmp_
 
 
 def test_a_run_waits_while_the_cluster_is_away_and_goes_ahead_when_it_is_back(
-    ray_cluster, tmp_path
+    ray_cluster, make_executor, tmp_path
 ):
     answers = iter([RayTarget("127.0.0.1:9"), RayTarget("127.0.0.1:9"), None])
     frames: list[dict] = []
@@ -115,7 +138,7 @@ def test_a_run_waits_while_the_cluster_is_away_and_goes_ahead_when_it_is_back(
     def target() -> RayTarget | None:
         return next(answers, RayTarget(ray_cluster.address))
 
-    executor = RayExecutor(target, notes, tmp_path / "judge.json", retry_s=0.1)
+    executor = make_executor(target, notes, tmp_path / "judge.json", retry_s=0.1)
     report = executor.evaluate(CANDIDATES / "torch_geqrf.py", config(), frames.append)
     assert report.verdict == "pass", report.reason
     waiting = [frame for frame in frames if frame.get("state") == "waiting"]
@@ -131,13 +154,15 @@ def test_a_run_waits_while_the_cluster_is_away_and_goes_ahead_when_it_is_back(
     assert all("\n" not in line and "Traceback" not in line for line in notes)
 
 
-def test_a_ray_side_error_is_one_line_in_the_log_and_the_report(ray_cluster, tmp_path):
+def test_a_ray_side_error_is_one_line_in_the_log_and_the_report(
+    ray_cluster, make_executor, tmp_path
+):
     hidden = tmp_path / "no-ray" / "ray"
     hidden.mkdir(parents=True)
     (hidden / "__init__.py").write_text("raise ImportError('no Ray on this path')\n")
     target = RayTarget(ray_cluster.address, {"PYTHONPATH": str(hidden.parent)})
     notes = Notes()
-    report = RayExecutor(lambda: target, notes).evaluate(CANDIDATES / "torch_geqrf.py", config())
+    report = make_executor(lambda: target, notes).evaluate(CANDIDATES / "torch_geqrf.py", config())
     assert report.verdict == "error"
     assert report.reason == "Ray: Ray is not installed; install the extra: pip install -e '.[ray]'"
     assert notes == ["Ray error: " + report.reason.removeprefix("Ray: ")]

@@ -28,6 +28,10 @@ class JudgeExecutor(ABC):
         keep: dict[str, Path] | None = None,
     ) -> dict: ...
 
+    @abstractmethod
+    def close(self) -> None:
+        """Let go of whatever the executor keeps between runs."""
+
     def evaluate(
         self, candidate: Path, config: JudgeConfig, on_progress: Progress | None = None
     ) -> JudgeReport:
@@ -47,6 +51,9 @@ class LocalExecutor(JudgeExecutor):
         keep: dict[str, Path] | None = None,
     ) -> dict:
         return run_judge(candidate, config, on_progress, extra, keep)
+
+    def close(self) -> None:
+        """Nothing is kept between runs on this host."""
 
 
 LOCAL = LocalExecutor()

@@ -1,43 +1,37 @@
 """Judge runs as Ray tasks: the side of the agent (or of `qrsup test`) that asks for them.
 
-Each run starts a Ray driver of its own (`ray_submit`) and follows its lines: progress frames go
-to `on_progress`, the placement to the agent's slot file, and the report comes back as the local
-executor's would, with `placement` saying where it ran. A lost node is retried once, by the
-driver; lost again, the report's verdict is `lost node`. With no cluster to reach, the run waits,
-says so through `on_progress` (state `waiting`) and once in the log, and tries again every
-`retry_s` until the cluster is back: agents wait, they do not crash (a person's command, which
-asks not to wait, gets `ClusterUnreachable`). Ray's own errors arrive as one line each.
+The executor keeps one Ray driver process (`ray_driver`) and follows its lines for each run:
+progress frames go to `on_progress`, the placement to the agent's slot file, and the report comes
+back as the local executor's would, with `placement` saying where it ran. A lost node is retried
+once, by the driver; lost again, the report's verdict is `lost node`. With no cluster to reach,
+the run waits, says so through `on_progress` (state `waiting`) and once in the log, and tries
+again every `retry_s` until the cluster is back: agents wait, they do not crash (a person's
+command, which asks not to wait, gets `ClusterUnreachable`). Ray's own errors arrive as one line
+each. One run at a time: an agent's loop, or one command.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
-import pickle
-import subprocess
-import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import IO
 
 from qrsup.kernels.executors.base import JudgeExecutor
 from qrsup.kernels.executors.job import JobResult, JudgeJob
+from qrsup.kernels.executors.ray_driver import RayDriver
 from qrsup.kernels.executors.ray_submit import SubmitRequest
 from qrsup.kernels.executors.ray_target import RayTarget
 from qrsup.kernels.executors.slot import SlotWriter
-from qrsup.kernels.judge.processes import kill_tree
-from qrsup.kernels.judge.protocol import ChannelClosed, ChannelTimeout, LineReader, ProtocolError
+from qrsup.kernels.judge.protocol import ChannelClosed, ChannelTimeout, ProtocolError
 from qrsup.kernels.judge.runner import JudgeConfig, Progress
 from qrsup.kernels.judge.static_checks import check_candidate_file
 
 LOST_NODE = "lost node"
 RETRY_S = 10.0
 CONNECT_TIMEOUT_S = 120.0
-DRIVER_EXIT_S = 10.0
 NO_INSTANCE = "no local Ray instance is running for this session"
 
 
@@ -72,6 +66,7 @@ class RayExecutor(JudgeExecutor):
         self.retry_s = retry_s
         self.connect_timeout_s = connect_timeout_s
         self.lost_node_retries = lost_node_retries
+        self._driver: RayDriver | None = None
 
     def run_judge(
         self,
@@ -107,54 +102,56 @@ class RayExecutor(JudgeExecutor):
         result.save_kept(keep or {})
         return _complete(result.report, candidate, config, job.source, placement)
 
+    def close(self) -> None:
+        """Let the kept driver go (it also goes by itself when this process ends)."""
+        if self._driver is not None:
+            self._driver.close()
+            self._driver = None
+
     def _run_once(
         self, target: RayTarget, job: JudgeJob, progress: Progress
     ) -> tuple[JobResult, dict] | Unreachable:
+        if self._driver is not None and not self._driver.serves(target):
+            self.close()
+        driver = self._driver or RayDriver(target)
+        self._driver = None  # kept again only once this run has ended cleanly
         request = SubmitRequest(target.address, job, _resources(job.config), self.lost_node_retries)
-        read_fd, write_fd = os.pipe()
-        with tempfile.TemporaryFile() as stderr:
-            driver = subprocess.Popen(
-                [sys.executable, "-m", "qrsup.kernels.executors.ray_submit", str(write_fd)],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.DEVNULL,
-                stderr=stderr,
-                pass_fds=(write_fd,),
-                env={**os.environ, **target.env},
-            )
-            os.close(write_fd)
-            finished = False
-            try:
-                assert driver.stdin is not None
-                driver.stdin.write(pickle.dumps(request))
-                driver.stdin.close()
-                outcome = self._follow(LineReader(read_fd), target, progress, driver, stderr)
-                finished = True
-                return outcome
-            finally:
-                os.close(read_fd)
-                _end(driver, patient=finished)
+        ended = False
+        try:
+            driver.send(request)
+            outcome = self._follow(driver, progress)
+            ended = not isinstance(outcome, Unreachable)
+            return outcome
+        except BrokenPipeError:  # it died before reading the request
+            return Unreachable(driver.death())
+        finally:
+            if ended:
+                driver.fresh = False
+                self._driver = driver
+            else:
+                driver.close(patient=False)
 
     def _follow(
-        self,
-        reader: LineReader,
-        target: RayTarget,
-        progress: Progress,
-        driver: subprocess.Popen,
-        stderr: IO[bytes],
+        self, driver: RayDriver, progress: Progress
     ) -> tuple[JobResult, dict] | Unreachable:
         started = time.monotonic()
-        deadline: float | None = started + self.connect_timeout_s
-        placement: dict = {"executor": "ray", "address": target.address, "lost_nodes": []}
+        address = driver.target.address
+        deadline = started + self.connect_timeout_s if driver.fresh else None
+        placement: dict = {
+            "executor": "ray",
+            "address": address,
+            "lost_nodes": [],
+            "connect_s": 0.0,
+        }
         marks: dict[str, float] = {}
         while True:
             try:
-                message = json.loads(reader.read_line(deadline))
+                message = json.loads(driver.reader.read_line(deadline))
             except ChannelTimeout:
-                return Unreachable(
-                    f"no connection to {target.address} in {self.connect_timeout_s:g} s"
-                )
+                waited = f"{self.connect_timeout_s:g} s"
+                return Unreachable(f"no connection to {address} in {waited}")
             except (ChannelClosed, ProtocolError, ValueError):
-                return Unreachable(_driver_death(driver, stderr))
+                return Unreachable(driver.death())
             kind = message.pop("kind")
             marks[kind] = time.monotonic() - started
             if kind == "connected":
@@ -224,27 +221,3 @@ def _complete(
     if data["verdict"] == "tampered" and placement.get("node_ip"):
         data["reason"] = f"on node {placement['node_ip']}: {data['reason']}"
     return data
-
-
-def _driver_death(driver: subprocess.Popen, stderr: IO[bytes]) -> str:
-    """One line on why the driver ended without a final word: its status and last error line."""
-    try:
-        code = driver.wait(DRIVER_EXIT_S)
-    except subprocess.TimeoutExpired:
-        code = None
-    stderr.seek(0)
-    lines = [line.strip() for line in stderr.read().decode(errors="replace").splitlines()]
-    last = next((line for line in reversed(lines) if line), "")
-    return f"the Ray driver ended (status {code}){': ' + last[:200] if last else ''}"
-
-
-def _end(driver: subprocess.Popen, patient: bool) -> None:
-    """Let a driver that answered exit on its own; kill one that did not (its task goes too)."""
-    if patient:
-        try:
-            driver.wait(DRIVER_EXIT_S)
-            return
-        except subprocess.TimeoutExpired:
-            pass
-    kill_tree(driver.pid)
-    driver.wait()

@@ -1,10 +1,11 @@
-"""The Ray driver of one judge run: `python -m qrsup.kernels.executors.ray_submit FD`.
+"""A Ray driver for judge runs: `python -m qrsup.kernels.executors.ray_submit FD`.
 
 A Ray driver ends its own process once it has lost the cluster's GCS for a minute, so an agent is
-never one: each judge run's driver is this short-lived child, and the agent only reads its lines.
-The request (a pickled `SubmitRequest`) arrives on stdin; one JSON object per line goes to FD:
-`connected`, `queued`, `placement`, `frame`, `node_lost` as they happen, then exactly one of
-`result`, `lost_node` (every attempt lost its node), `unreachable` or `error` (one line each).
+never one: its driver is this child (kernels/executors/ray_driver.py keeps it), and the agent only
+reads its lines. Requests (pickled `SubmitRequest`s) arrive on stdin, one after another, until
+end of file. For each, one JSON object per line goes to FD: `connected` (first request only),
+`queued`, `placement`, `frame`, `node_lost` as they happen, then exactly one of `result`,
+`lost_node` (every attempt lost its node), `unreachable` (this driver then exits) or `error`.
 """
 
 from __future__ import annotations
@@ -41,7 +42,9 @@ def main(argv: list[str]) -> int:
     def emit(kind: str, **data: object) -> None:
         out.write(json.dumps({"kind": kind, **data}) + "\n")
 
-    request = pickle.load(sys.stdin.buffer)
+    request = _next_request()
+    if request is None:
+        return 0
     try:
         import ray
     except ImportError:
@@ -56,18 +59,39 @@ def main(argv: list[str]) -> int:
         emit("unreachable", text=one_line(exc))
         return 3
     emit("connected")
-    lost: list[str] = []
-    for _ in range(1 + request.lost_node_retries):
-        node = _attempt(request, emit)
-        if node is None:
-            return 0
-        lost.append(node)
-    emit("lost_node", nodes=lost)
+    while request is not None:
+        if not _serve(request, emit):
+            return 3  # the cluster is gone: a fresh driver joins it when it is back
+        request = _next_request()
     return 0
 
 
-def _attempt(request: SubmitRequest, emit: Emit) -> str | None:
-    """Run the job once; the id of the node it lost, or None when a final line was written."""
+def _next_request() -> SubmitRequest | None:
+    """The next job, or None at end of file (the executor let this driver go)."""
+    try:
+        return pickle.load(sys.stdin.buffer)
+    except EOFError:
+        return None
+
+
+def _serve(request: SubmitRequest, emit: Emit) -> bool:
+    """Run one job to its final line; False when the cluster was lost under it."""
+    lost: list[str] = []
+    for _ in range(1 + request.lost_node_retries):
+        try:
+            outcome, node = _attempt(request, emit)
+        except Exception as exc:  # a fault of this driver's own: the run's one error line
+            emit("error", text=one_line(exc))
+            return True
+        if outcome != "lost":
+            return outcome != "unreachable"
+        lost.append(node)
+    emit("lost_node", nodes=lost)
+    return True
+
+
+def _attempt(request: SubmitRequest, emit: Emit) -> tuple[str, str]:
+    """Run the job once: ("done", ""), ("lost", node id) or ("unreachable", "")."""
     import ray
     from qrsup.kernels.executors.ray_task import judge_task
     from ray import exceptions
@@ -81,15 +105,16 @@ def _attempt(request: SubmitRequest, emit: Emit) -> str | None:
             node = item.get("node_id", node)
             emit(item.pop("kind"), **item)
             if "report" in item:
-                return None
+                return "done", ""
     except (exceptions.NodeDiedError, exceptions.WorkerCrashedError) as exc:
         emit("node_lost", node_id=node, text=one_line(exc))
-        return node or "?"
+        return "lost", node or "?"
     except (exceptions.LocalRayletDiedError, exceptions.RaySystemError) as exc:
         emit("unreachable", text=one_line(exc))
+        return "unreachable", ""
     except exceptions.RayError as exc:
         emit("error", text=one_line(exc))
-    return None
+    return "done", ""
 
 
 def closed_port(address: str) -> str:
