@@ -20,6 +20,7 @@ from qrsup.agents.session import RunPaths, SessionConfig
 from qrsup.agents.spaces import space_for
 from qrsup.agents.store import CandidateRow, Store
 from qrsup.agents.tuner import source_hash
+from qrsup.kernels.executors.ray_executor import LOST_NODE
 from qrsup.kernels.judge.locks import file_lock
 from qrsup.kernels.timing import geomean
 
@@ -92,6 +93,9 @@ def bootstrap_incumbent(
             path = paths.root / f"{incumbent.row.id}.py"
             path.write_text(incumbent.row.source)
             result = evaluator.full(path, progress)
+            while result.report.verdict == LOST_NODE:  # nothing was judged: the cluster's fault
+                log.write(f"the incumbent's evaluation lost its node: {result.report.reason}")
+                result = evaluator.full(path, progress)
             store.add_evaluation(
                 incumbent.row.id,
                 "bootstrap",

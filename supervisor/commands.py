@@ -51,6 +51,9 @@ def _prepared_fleet(choices: LaunchChoices, console: Console) -> Fleet:
     require_executor(config.executor)  # a session made with Ray, reattached without it
     verb = "created" if created else "reattaching to"
     console.print(f"{verb} session '{config.name}' in {paths.root} ({config.suite} suite)")
+    if config.executor == "ray":
+        where = config.ray_address or "the session's own local Ray instance"
+        console.print(f"judge runs go to {where}", highlight=False)
     return Fleet(paths)
 
 

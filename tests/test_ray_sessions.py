@@ -171,6 +171,19 @@ def test_a_session_without_an_address_starts_its_own_instance_and_stops_it_at_th
     assert wait_for(lambda: not session_processes(), 30, "the session's processes to end")
 
 
+# Ray hidden as an absent package is: `import ray` fails.
+HIDE_RAY = (
+    "import sys; sys.modules['ray'] = None; from qrsup.supervisor.cli import main; "
+    "raise SystemExit(main(sys.argv[1:]))"
+)
+
+
+def without_ray(*arguments: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", HIDE_RAY, *arguments], capture_output=True, text=True, timeout=300
+    )
+
+
 @pytest.mark.parametrize(
     "command",
     [
@@ -179,23 +192,19 @@ def test_a_session_without_an_address_starts_its_own_instance_and_stops_it_at_th
     ],
 )
 def test_the_ray_executor_without_ray_installed_is_one_line_and_exit_2(tmp_path, command):
-    hide_ray = (
-        "import sys; sys.modules['ray'] = None; from qrsup.supervisor.cli import main; "
-        "raise SystemExit(main(sys.argv[1:]))"
-    )
     workspace = tmp_path / "ws"
-    done = subprocess.run(
-        [sys.executable, "-c", hide_ray, "--workspace", str(workspace), *command],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = without_ray("--workspace", str(workspace), *command)
     assert done.returncode == 2
-    assert (
-        done.stderr
-        == "qrsup: error: Ray is not installed; install the extra: pip install -e '.[ray]'\n"
+    assert done.stderr == (
+        "qrsup: error: Ray is not installed; install the extra: pip install -e '.[ray]'\n"
     )
     assert not workspace.exists()  # nothing was written
+
+
+def test_without_ray_installed_the_local_executor_judges_as_before(tmp_path):
+    done = without_ray("test", str(CANDIDATES / "blocked_wy.py"), "--suite", mini_suite(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert "verdict: pass" in done.stdout and "ran on node" not in done.stdout
 
 
 def test_qrsup_test_without_an_address_judges_on_a_local_instance_that_ends_with_it(
