@@ -29,6 +29,28 @@ TINY = Suite(
 FAST_TIMEOUTS = Timeouts(prepare=30, load=60, first_call=20, call=20, inspect=30, total=180)
 
 
+# The smallest suite a file or a session is judged on end to end: one test, one benchmark.
+TINY_TOML = """
+name = "tiny"
+[[tests]]
+batch = 2
+n = 12
+case = "dense"
+[[benchmarks]]
+batch = 2
+n = 16
+cond = 1
+"""
+
+
+@pytest.fixture
+def tiny_suite(tmp_path: Path) -> Path:
+    """TINY_TOML as a suite file."""
+    path = tmp_path / "tiny.toml"
+    path.write_text(TINY_TOML)
+    return path
+
+
 @pytest.fixture
 def no_leftover_processes() -> Iterator[None]:
     """Fail a test whose judge or profile leaves a process of its own behind."""

@@ -35,19 +35,6 @@ def custom_kernel(a):
     return torch.geqrf(a)
 """
 
-# The smallest suite a session runs end to end: one test spec, one benchmark spec.
-MINI_SUITE = """
-name = "mini"
-[[tests]]
-batch = 2
-n = 12
-case = "dense"
-[[benchmarks]]
-batch = 2
-n = 16
-cond = 1
-"""
-
 pytestmark = pytest.mark.timeout(600)
 
 
@@ -68,21 +55,16 @@ def headless_session(tmp_path: Path, agents: int, suite: str, *executor: str) ->
     return main(["run", "--headless", *where, *budget, "--suite", suite, *executor])
 
 
-def mini_suite(tmp_path: Path) -> str:
-    path = tmp_path / "mini.toml"
-    path.write_text(MINI_SUITE)
-    return str(path)
-
-
 @pytest.mark.parametrize(
     "suite",
-    [mini_suite, pytest.param(lambda tmp_path: "smoke", marks=pytest.mark.slow)],
-    ids=["mini", "smoke"],
+    ["tiny", pytest.param("smoke", marks=pytest.mark.slow)],
 )
-def test_two_agents_run_a_session_on_two_worker_nodes_end_to_end(ray_cluster, tmp_path, suite):
+def test_two_agents_run_a_session_on_two_worker_nodes_end_to_end(
+    ray_cluster, tmp_path, tiny_suite, suite
+):
     workspace = tmp_path / "ws"
     ray = ["--executor", "ray", "--ray-address", ray_cluster.address]
-    assert headless_session(tmp_path, 2, suite(tmp_path), *ray) == 0
+    assert headless_session(tmp_path, 2, str(tiny_suite) if suite == "tiny" else suite, *ray) == 0
     paths = RunPaths.of(workspace.resolve(), "s")
     session = load_session(paths)
     assert (session.executor, session.ray_address) == ("ray", ray_cluster.address)
@@ -152,12 +134,12 @@ def test_an_agent_without_its_cluster_waits_and_says_so_once(tmp_path):
 
 @pytest.mark.slow
 def test_a_session_without_an_address_starts_its_own_instance_and_stops_it_at_the_end(
-    tmp_path, monkeypatch
+    tmp_path, tiny_suite, monkeypatch
 ):
     pytest.importorskip("ray")
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     workspace = tmp_path / "ws"
-    assert headless_session(tmp_path, 1, mini_suite(tmp_path), "--executor", "ray") == 0
+    assert headless_session(tmp_path, 1, str(tiny_suite), "--executor", "ray") == 0
     paths = RunPaths.of(workspace.resolve(), "s")
     assert load_session(paths).ray_address == ""
     ((event,),) = [iterations(paths, "a1")]
@@ -201,20 +183,20 @@ def test_the_ray_executor_without_ray_installed_is_one_line_and_exit_2(tmp_path,
     assert not workspace.exists()  # nothing was written
 
 
-def test_without_ray_installed_the_local_executor_judges_as_before(tmp_path):
-    done = without_ray("test", str(CANDIDATES / "blocked_wy.py"), "--suite", mini_suite(tmp_path))
+def test_without_ray_installed_the_local_executor_judges_as_before(tiny_suite):
+    done = without_ray("test", str(CANDIDATES / "blocked_wy.py"), "--suite", str(tiny_suite))
     assert done.returncode == 0, done.stderr
     assert "verdict: pass" in done.stdout and "ran on node" not in done.stdout
 
 
 def test_qrsup_test_without_an_address_judges_on_a_local_instance_that_ends_with_it(
-    tmp_path, monkeypatch, capsys
+    tiny_suite, monkeypatch, capsys
 ):
     pytest.importorskip("ray")
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     before = {p.pid for p in ray_daemons()}
     file = str(CANDIDATES / "blocked_wy.py")
-    assert main(["test", file, "--suite", mini_suite(tmp_path), "--executor", "ray"]) == 0
+    assert main(["test", file, "--suite", str(tiny_suite), "--executor", "ray"]) == 0
     out = capsys.readouterr().out
     assert "verdict: pass" in out and "ran on node " in out
     assert wait_for(lambda: {p.pid for p in ray_daemons()} <= before, 30, "Ray's processes to end")
@@ -222,11 +204,11 @@ def test_qrsup_test_without_an_address_judges_on_a_local_instance_that_ends_with
 
 
 def test_qrsup_test_judges_on_the_cluster_named_by_ray_address(
-    ray_cluster, tmp_path, monkeypatch, capsys
+    ray_cluster, tiny_suite, monkeypatch, capsys
 ):
     monkeypatch.setenv("RAY_ADDRESS", ray_cluster.address)
     file = str(CANDIDATES / "blocked_wy.py")
-    assert main(["test", file, "--suite", mini_suite(tmp_path), "--executor", "ray"]) == 0
+    assert main(["test", file, "--suite", str(tiny_suite), "--executor", "ray"]) == 0
     out = capsys.readouterr().out
     assert "verdict: pass" in out and f"of {ray_cluster.address}" in out
     (line,) = [line for line in out.splitlines() if line.startswith("ran on node ")]
