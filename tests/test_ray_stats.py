@@ -119,3 +119,12 @@ def test_a_session_keeps_its_executor_and_refuses_an_unknown_one(tmp_path):
     assert SessionConfig(name="s", workspace=tmp_path).executor == "local"
     with pytest.raises(SessionError, match="executor must be one of local, ray, not 'dask'"):
         SessionConfig(name="s", workspace=tmp_path, executor="dask")
+
+
+def test_a_large_cluster_lists_the_nodes_running_our_judges_first_and_counts_the_rest():
+    nodes = tuple(ClusterNode(f"{i:02d}aaaaaaaa", f"10.0.1.{i}", True, 64.0, 8.0) for i in range(9))
+    busy = nodes[7].node_id
+    slots = {"a1": JudgeSlot("running", time.time(), busy, "10.0.1.7", ("3",))}
+    lines = [line.plain for line in cluster_lines(ClusterView("h:6379", nodes, {}, slots))]
+    assert lines[1] == "  07aaaaaa 10.0.1.7 8 GPU · gpu3 a1"
+    assert len(lines) == 1 + 4 + 1 and lines[-1] == "  … 5 more nodes, 40 GPUs"

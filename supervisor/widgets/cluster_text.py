@@ -10,6 +10,8 @@ from qrsup.supervisor.cluster_stats import ClusterNode, ClusterView
 from qrsup.supervisor.widgets.format import age
 from rich.text import Text
 
+MAX_NODE_LINES = 4  # nodes holding our judge runs first; the rest as one line
+
 
 def cluster_lines(view: ClusterView, now: float | None = None) -> list[Text]:
     """What a person asks of the cluster: which nodes, which GPUs, whose run is where, who waits."""
@@ -26,7 +28,13 @@ def cluster_lines(view: ClusterView, now: float | None = None) -> list[Text]:
             header += f" · {view.free.get('GPU', 0):g}/{total_gpus:g} GPUs free"
         header += f" · {view.free.get('CPU', 0):g}/{sum(n.cpus for n in alive):g} CPUs free"
         lines = [Text(header, style="bold")]
-        lines += [_node_line(node, view.slots) for node in alive]
+        ours = {slot.node_id for slot in view.slots.values() if slot.state == "running"}
+        alive.sort(key=lambda node: (node.node_id not in ours, node.node_id))
+        lines += [_node_line(node, view.slots) for node in alive[:MAX_NODE_LINES]]
+        if len(alive) > MAX_NODE_LINES:
+            rest = alive[MAX_NODE_LINES:]
+            gpus = sum(node.gpus for node in rest)
+            lines.append(Text(f"  … {len(rest)} more nodes, {gpus:g} GPUs", style="dim"))
     queued = _waiting(view.slots, "queued", now)
     if queued:
         lines.append(Text.assemble(("queue ", "bold"), queued))
