@@ -67,6 +67,7 @@ class RayExecutor(JudgeExecutor):
         self.connect_timeout_s = connect_timeout_s
         self.lost_node_retries = lost_node_retries
         self._driver: RayDriver | None = None
+        self._waiting_for = ""  # why the cluster could not be reached, while a run waits
 
     def run_judge(
         self,
@@ -81,7 +82,6 @@ class RayExecutor(JudgeExecutor):
             return {**_base(candidate, config, b""), "verdict": "rejected", "reason": static.reason}
         job = JudgeJob.of(candidate, _for_worker(config), extra, keep)
         progress = on_progress or (lambda frame: None)
-        waiting_for = ""
         while True:
             target = self.target()
             outcome = self._run_once(target, job, progress) if target else Unreachable(NO_INSTANCE)
@@ -89,14 +89,12 @@ class RayExecutor(JudgeExecutor):
                 break
             if not self.wait_for_cluster:
                 raise ClusterUnreachable(outcome.reason)
-            if outcome.reason != waiting_for:
+            if outcome.reason != self._waiting_for:
                 self.note(f"Ray cluster unreachable: {outcome.reason}; the judge run waits for it")
-                waiting_for = outcome.reason
+                self._waiting_for = outcome.reason
             self.slot.set("waiting", detail=outcome.reason)
             progress({"phase": "no Ray cluster", "state": "waiting"})
             time.sleep(self.retry_s)
-        if waiting_for:
-            self.note("Ray cluster reachable again; the judge run goes ahead")
         self.slot.set("idle")
         result, placement = outcome
         result.save_kept(keep or {})
@@ -158,6 +156,9 @@ class RayExecutor(JudgeExecutor):
                 deadline = None  # from here on the run may queue for as long as it takes
                 placement["connect_s"] = round(marks[kind], 3)
             elif kind == "queued":
+                if self._waiting_for:
+                    self.note("Ray cluster reachable again; the judge run goes ahead")
+                    self._waiting_for = ""
                 self.slot.set("queued")
                 progress({"phase": "queued on the cluster"})
             elif kind == "placement":
