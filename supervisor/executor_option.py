@@ -33,6 +33,12 @@ def add_executor_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def chosen_executor(args: argparse.Namespace) -> str:
+    """`--executor`, or `ray` when only `--ray-address` was given; `local` by default."""
+    given = getattr(args, "executor", None)
+    return given or ("ray" if getattr(args, "ray_address", None) else "local")
+
+
 def require_executor(executor: str | None) -> None:
     """Refuse `ray` without Ray installed: one line, exit 2."""
     if executor == "ray" and not ray_installed():
@@ -48,7 +54,7 @@ def command_executor(
     A person at a terminal is told at once that the cluster cannot be reached (exit 2), rather
     than left waiting as an agent would be.
     """
-    executor = getattr(args, "executor", None) or "local"
+    executor = chosen_executor(args)
     require_executor(executor)
     if executor == "local":
         yield LOCAL
@@ -74,8 +80,10 @@ def command_executor(
 
 def ray_device(requested: str | None, executor: RayExecutor) -> str:
     """A Ray run's device: the cluster's GPUs decide, not this host's; `cuda` when it has any."""
-    if requested in ("cpu", "cuda") or (requested or "").removeprefix("cuda:").isdigit():
-        return "cpu" if requested == "cpu" else "cuda"  # Ray picks the GPU
+    if requested == "cpu":
+        return "cpu"
+    if requested == "cuda" or ((requested or "").startswith("cuda:") and requested[5:].isdigit()):
+        return "cuda"  # Ray picks the GPU
     if requested is not None:
         raise UsageError(f"--device must be cpu, cuda or cuda:N, got {requested!r}")
     target = executor.target()
@@ -100,7 +108,7 @@ def placement_line(placement: dict) -> str:
 
 def launch_executor(args: argparse.Namespace) -> tuple[str, str]:
     """A new session's (executor, ray_address); checked before anything is written."""
-    executor = getattr(args, "executor", None) or "local"
+    executor = chosen_executor(args)
     require_executor(executor)
     if executor != "ray":
         return executor, ""

@@ -214,10 +214,11 @@ def test_qrsup_test_judges_on_the_cluster_named_by_ray_address(
     assert any(node[:8] in line for node in ray_cluster.worker_ids())
 
 
-def test_qrsup_test_with_an_unreachable_cluster_is_one_line_and_exit_2(tmp_path, capsys):
+@pytest.mark.parametrize("executor", [["--executor", "ray"], []], ids=["ray", "implied"])
+def test_qrsup_test_with_an_unreachable_cluster_is_one_line_and_exit_2(executor, capsys):
     pytest.importorskip("ray")
     file = str(CANDIDATES / "blocked_wy.py")
-    assert main(["test", file, "--executor", "ray", "--ray-address", "127.0.0.1:9"]) == 2
+    assert main(["test", file, *executor, "--ray-address", "127.0.0.1:9"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("qrsup: error: Ray cluster unreachable: nothing answers at 127.0.0.1:9")
     assert err.count("\n") == 1
