@@ -111,6 +111,26 @@ def test_an_iteration_whose_node_is_lost_twice_is_recorded_as_lost_node(ray_clus
         ray_cluster.restore()
 
 
+def test_killing_an_agent_mid_run_ends_its_judge_on_the_worker_node(ray_cluster, tmp_path):
+    slow = tmp_path / "slow.py"
+    slow.write_text(SLOW)
+    agent = AgentSpec("a1", proposer="command", command=f"cp {slow} {{candidate_file}}")
+    paths = ray_session(tmp_path, (replace(agent, max_iterations=1),), ray_cluster.address)
+    fleet = Fleet(paths)
+    fleet.start("a1")
+    try:
+        wait_for(lambda: _running_stage(paths, "quick"), 300, "the quick stage to run")
+        wait_for(
+            lambda: any("referee_main" in " ".join(p.cmdline()) for p in session_processes()),
+            60,
+            "the judge's referee on the worker node",
+        )
+    finally:
+        fleet.kill("a1")
+    # the driver goes with the agent, Ray ends its job's task, the runner its judge
+    assert wait_for(lambda: not session_processes(), 60, "the judge on the worker to end")
+
+
 def test_an_agent_without_its_cluster_waits_and_says_so_once(tmp_path):
     paths = ray_session(tmp_path, (AgentSpec("a1"),), "127.0.0.1:9")
     fleet = Fleet(paths)
