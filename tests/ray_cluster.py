@@ -75,3 +75,14 @@ def session_processes() -> list[psutil.Process]:
         if ours or any(module in command for module in EXECUTOR_MODULES):
             found.append(process)
     return found
+
+
+def session_commands() -> list[str]:
+    """The command lines of `session_processes()`, read as they were found."""
+    commands = []
+    for process in session_processes():
+        try:
+            commands.append(" ".join(process.cmdline()))
+        except psutil.Error:
+            continue
+    return commands

@@ -22,7 +22,7 @@ from qrsup.supervisor.fleet import Fleet
 
 from tests.conftest import CANDIDATES
 from tests.loop_helpers import make_session, wait_for
-from tests.ray_cluster import session_processes
+from tests.ray_cluster import session_commands, session_processes
 
 SLOW = """
 import time
@@ -121,7 +121,7 @@ def test_killing_an_agent_mid_run_ends_its_judge_on_the_worker_node(ray_cluster,
     try:
         wait_for(lambda: _running_stage(paths, "quick"), 300, "the quick stage to run")
         wait_for(
-            lambda: any("referee_main" in " ".join(p.cmdline()) for p in session_processes()),
+            lambda: any("referee_main" in command for command in session_commands()),
             60,
             "the judge's referee on the worker node",
         )
