@@ -192,7 +192,11 @@ class RayExecutor(JudgeExecutor):
 
 
 def _for_worker(config: JudgeConfig) -> JudgeConfig:
-    """The config as the worker must read it: `cuda` is the GPU Ray assigned; turns are its own."""
+    """The config as the worker must read it: `cuda` is the GPU Ray assigned the task.
+
+    Ray never gives one GPU to two of these tasks; the worker still takes that GPU's turn file
+    (device_turns.py), which only a judge started there by hand, outside Ray, would share.
+    """
     device = "cuda" if config.device.startswith("cuda") else config.device
     return replace(config, device=device, device_turns=None)
 
