@@ -83,13 +83,19 @@ def test_two_agents_run_a_session_on_two_worker_nodes_end_to_end(
     assert wait_for(lambda: not session_processes(), 30, "the session's processes to end")
 
 
-def test_an_iteration_whose_node_is_lost_twice_is_recorded_as_lost_node(ray_cluster, tmp_path):
+def started_slow_agent(tmp_path: Path, address: str) -> tuple[RunPaths, Fleet]:
+    """One agent on the cluster whose one candidate (from a `command` proposer) runs slowly."""
     slow = tmp_path / "slow.py"
     slow.write_text(SLOW)
     agent = AgentSpec("a1", proposer="command", command=f"cp {slow} {{candidate_file}}")
-    paths = ray_session(tmp_path, (replace(agent, max_iterations=1),), ray_cluster.address)
+    paths = ray_session(tmp_path, (replace(agent, max_iterations=1),), address)
     fleet = Fleet(paths)
     fleet.start("a1")
+    return paths, fleet
+
+
+def test_an_iteration_whose_node_is_lost_twice_is_recorded_as_lost_node(ray_cluster, tmp_path):
+    paths, fleet = started_slow_agent(tmp_path, ray_cluster.address)
     try:
         first = wait_for(lambda: _running_stage(paths, "quick"), 300, "the quick stage to run")
         ray_cluster.remove(first.node_id)
@@ -112,12 +118,7 @@ def test_an_iteration_whose_node_is_lost_twice_is_recorded_as_lost_node(ray_clus
 
 
 def test_killing_an_agent_mid_run_ends_its_judge_on_the_worker_node(ray_cluster, tmp_path):
-    slow = tmp_path / "slow.py"
-    slow.write_text(SLOW)
-    agent = AgentSpec("a1", proposer="command", command=f"cp {slow} {{candidate_file}}")
-    paths = ray_session(tmp_path, (replace(agent, max_iterations=1),), ray_cluster.address)
-    fleet = Fleet(paths)
-    fleet.start("a1")
+    paths, fleet = started_slow_agent(tmp_path, ray_cluster.address)
     try:
         wait_for(lambda: _running_stage(paths, "quick"), 300, "the quick stage to run")
         wait_for(
