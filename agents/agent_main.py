@@ -15,6 +15,7 @@ from qrsup.agents.evaluation import Evaluator
 from qrsup.agents.heartbeat import read_beat, write_beat
 from qrsup.agents.hooks import StatusHook
 from qrsup.agents.incumbent import REPO_ROOT
+from qrsup.agents.judge_executor import session_executor
 from qrsup.agents.lifecycle import record_death
 from qrsup.agents.loop import ResearchAgent
 from qrsup.agents.proposal import Proposer
@@ -102,11 +103,12 @@ def main(argv: list[str] | None = None) -> int:
     paths.ensure(name)
     paths.pid_file(name).write_text(str(os.getpid()))
     store = Store(paths.store)
+    executor = session_executor(paths, session, name, AgentLog(paths.agent_log(name)).write)
     try:
         # The tuner's candidates are qrsup's own code: they may share compiled kernels.
         cache = shared(paths.agent_dir(name) / "triton") if spec.proposer == "tuner" else None
         settings = load_settings(session.workspace)
-        evaluator = Evaluator.for_session(paths, session, device, cache)
+        evaluator = Evaluator.for_session(paths, session, device, cache, executor)
         proposer = build_proposer(spec, session, store)
         advisor = build_advisor(spec, session, paths)
         agent = ResearchAgent(
@@ -136,6 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         _crash_hook(session, paths, name, last_line)
         return 1
     finally:
+        executor.close()  # a Ray driver kept between judge runs ends with the agent
         store.close()
 
 

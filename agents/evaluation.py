@@ -13,11 +13,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from qrsup.agents.judge_executor import session_executor
 from qrsup.agents.session import RunPaths, SessionConfig
 from qrsup.agents.settings import load_settings
+from qrsup.kernels.executors.base import LOCAL, JudgeExecutor
 from qrsup.kernels.judge.manifest import load_manifest, save_manifest, take_manifest
 from qrsup.kernels.judge.report import JudgeReport
-from qrsup.kernels.judge.runner import JudgeConfig, evaluate
+from qrsup.kernels.judge.runner import JudgeConfig
 from qrsup.kernels.judge.sandbox import IsolationSettings
 from qrsup.kernels.judge.triton_cache import CacheChoice, per_source
 from qrsup.kernels.schema import Progress
@@ -81,7 +83,7 @@ class RetimingFailure:
 
 
 class Evaluator:
-    """Runs the stages for one suite and device."""
+    """Runs the stages for one suite and device, on this host or through `executor`."""
 
     def __init__(
         self,
@@ -91,6 +93,7 @@ class Evaluator:
         isolation: IsolationSettings | None = None,
         manifest: Mapping[str, str] | None = None,
         triton_cache: CacheChoice | None = None,
+        executor: JudgeExecutor = LOCAL,
     ) -> None:
         self.suite = suite
         self.device = device
@@ -98,15 +101,22 @@ class Evaluator:
         self.isolation = isolation or IsolationSettings()
         self.manifest = manifest
         self.triton_cache = triton_cache
+        self.executor = executor
         self.quick_indices = list(range(0, len(suite.benchmarks), 2))
 
     @classmethod
     def for_session(
-        cls, paths: RunPaths, session: SessionConfig, device: str, cache: CacheChoice | None = None
+        cls,
+        paths: RunPaths,
+        session: SessionConfig,
+        device: str,
+        cache: CacheChoice | None = None,
+        executor: JudgeExecutor | None = None,
     ) -> Evaluator:
-        """The session's suite and rule, the workspace's judge settings, and the judge's files
-        as they were when the session started (taken now for a session that predates that).
-        Compiled kernels are kept per candidate source unless `cache` says otherwise."""
+        """The session's suite, rule and executor, the workspace's judge settings, and the
+        judge's files as they were when the session started (taken now for a session that
+        predates that). Compiled kernels are kept per candidate source unless `cache` says
+        otherwise."""
         if not paths.judge_manifest.exists():
             save_manifest(paths.judge_manifest, take_manifest())
         return cls(
@@ -116,6 +126,7 @@ class Evaluator:
             load_settings(session.workspace).judge,
             load_manifest(paths.judge_manifest),
             cache or per_source(paths.triton_caches),
+            executor or session_executor(paths, session),
         )
 
     def _config(
@@ -142,7 +153,8 @@ class Evaluator:
             tests=self.suite.tests,
             benchmarks=tuple(self.suite.benchmarks[i] for i in self.quick_indices),
         )
-        report = evaluate(path, self._config(path, subset, "all", "quick"), progress)
+        config = self._config(path, subset, "all", "quick")
+        report = self.executor.evaluate(path, config, progress)
         means = {self.quick_indices[i]: m for i, m in report.spec_means_ns().items()}
         return StageResult("quick", report, means)
 
@@ -150,13 +162,15 @@ class Evaluator:
         self, path: Path, progress: Progress | None = None, seed: int | None = None
     ) -> StageResult:
         suite = Suite(name=self.suite.name, tests=(), benchmarks=self.suite.benchmarks)
-        report = evaluate(path, self._config(path, suite, "bench", self.rule, seed), progress)
+        report = self.executor.evaluate(
+            path, self._config(path, suite, "bench", self.rule, seed), progress
+        )
         return StageResult("full", report, report.spec_means_ns())
 
     def revalidate(self, path: Path, progress: Progress | None = None) -> StageResult:
         """Every test and benchmark spec on a fresh secret seed: the gate before a promotion."""
         config = self._config(path, self.suite, "all", self.rule, secrets.randbits(31))
-        report = evaluate(path, config, progress)
+        report = self.executor.evaluate(path, config, progress)
         return StageResult("revalidate", report, report.spec_means_ns())
 
     def interleaved(

@@ -15,6 +15,7 @@ STATES = (
     "starting",
     "proposing",
     "evaluating",
+    "waiting",  # for a Ray cluster that cannot be reached; the judge run goes ahead when it can
     "idle",
     "paused",
     "waiting",  # for quota, until the time in its detail

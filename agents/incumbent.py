@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from qrsup.agents.beam import Scored, source_lines
-from qrsup.agents.evaluation import Evaluator
+from qrsup.agents.evaluation import Evaluator, Progress
 from qrsup.agents.git_workspace import (
     INCUMBENT_PATH,
     WorkspaceError,
@@ -21,7 +21,7 @@ from qrsup.agents.spaces import space_for
 from qrsup.agents.store import Store
 from qrsup.agents.tuner import source_hash
 from qrsup.kernels.judge.locks import file_lock
-from qrsup.kernels.schema import Candidate
+from qrsup.kernels.schema import Candidate, Verdict
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -69,7 +69,12 @@ def default_family(device: str) -> str:
 
 
 def bootstrap_incumbent(
-    paths: RunPaths, session: SessionConfig, store: Store, evaluator: Evaluator, log: AgentLog
+    paths: RunPaths,
+    session: SessionConfig,
+    store: Store,
+    evaluator: Evaluator,
+    log: AgentLog,
+    progress: Progress | None = None,
 ) -> Incumbent:
     """Under the session lock: seed and commit the incumbent if missing, register, evaluate."""
     with file_lock(paths.root / "bootstrap.lock"):
@@ -80,7 +85,12 @@ def bootstrap_incumbent(
             log.write(f"evaluating the incumbent {incumbent.row.id} on the full suite")
             path = paths.root / f"{incumbent.row.id}.py"
             path.write_text(incumbent.row.source)
-            result = evaluator.full(path)
+            result = evaluator.full(path, progress)
+            while (
+                result.report.verdict == Verdict.LOST_NODE
+            ):  # nothing was judged: the cluster's fault
+                log.write(f"the incumbent's evaluation lost its node: {result.report.reason}")
+                result = evaluator.full(path, progress)
             store.add_evaluation(
                 incumbent.row.id,
                 "bootstrap",

@@ -56,6 +56,7 @@ from qrsup.kernels.schema import (
     Decision,
     EventKind,
     Progress,
+    ProgressUpdate,
     Verdict,
     role,
 )
@@ -121,7 +122,12 @@ class ResearchAgent:
         )
         self.heartbeat.update(state="evaluating", detail="incumbent", iteration=self.iteration)
         incumbent = bootstrap_incumbent(
-            self.paths, self.session, self.store, self.evaluator, self.log
+            self.paths,
+            self.session,
+            self.store,
+            self.evaluator,
+            self.log,
+            self._progress("incumbent"),
         )
         self.state.goal_reference = dict(incumbent.spec_means_ns)
         self.best_ns = self._own_best()
@@ -319,6 +325,7 @@ class ResearchAgent:
             trace_out=trace_path_for(path),
             isolation=self.evaluator.isolation,
             triton_cache=self.evaluator.cache_for(path),
+            executor=self.evaluator.executor,
         )
         seconds = time.monotonic() - started
         ok = isinstance(result, ProfileSummary)
@@ -497,7 +504,12 @@ class ResearchAgent:
         self.state.stop_requested = True
 
     def _progress(self, stage: str) -> Progress:
-        return lambda update: self.heartbeat.update(detail=f"{stage}: {update.describe()}")
+        def report(update: ProgressUpdate) -> None:
+            # An executor waiting for its cluster says so with a state ("waiting") of its own.
+            state = update.state or "evaluating"
+            self.heartbeat.update(state=state, detail=f"{stage}: {update.describe()}")
+
+        return report
 
     def _incumbent_means(self) -> dict[int, float]:
         return dict(Incumbent.load(self.store).spec_means_ns)

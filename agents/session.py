@@ -9,6 +9,7 @@ from pathlib import Path
 from qrsup.kernels.schema import ROLE_NAMES
 
 PROPOSERS = ("tuner", "openai", "command")
+EXECUTORS = ("local", "ray")  # where judge runs execute (qrsup.kernels.executors)
 
 
 class SessionError(ValueError):
@@ -56,7 +57,15 @@ class SessionConfig:
     advisor: dict[str, object] = field(default_factory=dict)  # the advisor's model; empty: playbook
     gpus: str = ""  # GPUs agents on "cuda" may lease, e.g. "0,1,2"; empty: every visible one
     agents_per_gpu: int = 1
+    executor: str = "local"  # "local": this host's GPUs; "ray": tasks on a Ray cluster
+    ray_address: str = ""  # the cluster (`--ray-address` or RAY_ADDRESS); "": a local instance
     agents: tuple[AgentSpec, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.executor not in EXECUTORS:
+            raise SessionError(
+                f"executor must be one of {', '.join(EXECUTORS)}, not {self.executor!r}"
+            )
 
     def agent(self, name: str) -> AgentSpec:
         for spec in self.agents:
@@ -99,6 +108,16 @@ class RunPaths:
         return self.root / "triton"
 
     @property
+    def ray_instance(self) -> Path:
+        """The session's local Ray instance, while one runs (qrsup.supervisor.ray_host)."""
+        return self.root / "ray" / "instance.json"
+
+    @property
+    def ray_users(self) -> Path:
+        """Processes besides the agents that keep the local Ray instance up, one file each."""
+        return self.root / "ray" / "users"
+
+    @property
     def promote_lock(self) -> Path:
         return self.root / "promote.lock"
 
@@ -119,6 +138,10 @@ class RunPaths:
 
     def heartbeat(self, name: str) -> Path:
         return self.agent_dir(name) / "heartbeat"
+
+    def judge_slot(self, name: str) -> Path:
+        """The agent's judge run on a Ray cluster: queued, running where, or waiting."""
+        return self.agent_dir(name) / "judge.json"
 
     def pid_file(self, name: str) -> Path:
         return self.agent_dir(name) / "pid"

@@ -31,7 +31,7 @@ class Verdict(StrEnum):
     DUPLICATE = "duplicate"  # the loop: the same source was judged before
     PROPOSAL = "proposal"  # the loop: the proposer gave no candidate
     INTERRUPTED = "interrupted"  # the loop: its agent died while the candidate was in flight
-    LOST_NODE = "lost node"  # the loop: the cluster node judging it went away
+    LOST_NODE = "lost node"  # a Ray node died under the run, and again under its one retry
 
 
 JUDGE_VERDICTS = frozenset(
@@ -148,6 +148,7 @@ class ProgressUpdate:
     label: str = ""
     status: str | None = None
     mean_ns: float | None = None
+    state: str | None = None  # an agent state the run puts its agent in ("waiting" for a cluster)
 
     @classmethod
     def from_frame(cls, frame: Mapping[str, Any]) -> ProgressUpdate:
@@ -158,7 +159,12 @@ class ProgressUpdate:
             label=str(frame.get("label", "")),
             status=frame.get("status"),
             mean_ns=frame.get("mean_ns"),
+            state=frame.get("state"),
         )
+
+    def to_frame(self) -> dict[str, Any]:
+        """The plain dict a frame crosses a process (or a cluster) as."""
+        return {k: v for k, v in asdict(self).items() if v is not None and v != ""}
 
     @property
     def done(self) -> int | None:

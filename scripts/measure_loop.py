@@ -1,8 +1,11 @@
 """Loop throughput: run N tuner agents for a fixed time on a suite and report what they did.
 
 Usage: python scripts/measure_loop.py --agents 2 --minutes 5 [--suite smoke] [--device cpu]
-Prints evaluations (judge runs) per minute, iterations per minute, and the share of judge wall
-time spent outside the candidate's timed calls (process start, calibration, checks, records).
+[--executor local ray]
+Prints evaluations (judge runs) per minute, iterations per minute, the share of judge wall time
+spent outside the candidate's timed calls (process start, calibration, checks, records), and the
+largest resident size of an agent process and of a Ray driver. With `ray` the session runs on its
+own local Ray instance, stopped afterwards.
 """
 
 from __future__ import annotations
@@ -14,28 +17,35 @@ import tempfile
 import time
 from pathlib import Path
 
+import psutil
 from qrsup.agents.git_workspace import init_repo
 from qrsup.agents.session import RunPaths, SessionConfig, save_session
 from qrsup.agents.store import Store
 from qrsup.supervisor.fleet import Fleet
 from qrsup.supervisor.launch import default_agents
+from qrsup.supervisor.local_ray import LocalRay
 
 
-def measure(agents: int, minutes: float, suite: str, device: str) -> dict[str, float]:
+def measure(
+    agents: int, minutes: float, suite: str, device: str, executor: str = "local"
+) -> dict[str, float]:
     with tempfile.TemporaryDirectory(prefix="qrsup-loop-") as scratch:
         workspace = Path(scratch) / "ws"
         init_repo(workspace).close()
         specs = default_agents(agents, "tuner", "geomean < 1ns", None, device)
-        config = SessionConfig(name="m", workspace=workspace, suite=suite, agents=specs)
+        config = SessionConfig(
+            name="m", workspace=workspace, suite=suite, agents=specs, executor=executor
+        )
         paths = RunPaths.of(workspace, "m")
         save_session(paths, config)
         fleet = Fleet(paths)
         started = time.monotonic()
         fleet.start_all()
-        time.sleep(minutes * 60)
+        peaks = sample_rss(minutes * 60)
         for name in fleet.names():
             fleet.stop(name)
         fleet.wait_stopped(fleet.names(), 900)
+        LocalRay(paths).stop()
         elapsed_min = (time.monotonic() - started) / 60
         store = Store.reader(paths.store)
         rows = store.evaluations()
@@ -60,7 +70,27 @@ def measure(agents: int, minutes: float, suite: str, device: str) -> dict[str, f
         "timed_kernel_s": round(kernel, 1),
         "share_outside_candidate": round(1 - kernel / wall, 3) if wall else None,
         "load_average_1m": round(os.getloadavg()[0], 2),
+        "executor": executor,
+        **{f"peak_rss_mib_{kind}": round(peak / 2**20, 1) for kind, peak in peaks.items()},
     }
+
+
+def sample_rss(seconds: float) -> dict[str, int]:
+    """Largest resident size seen of an agent process and of a Ray driver, every 2 s."""
+    kinds = {"agent": "qrsup.agents.agent_main", "ray_driver": "qrsup.kernels.executors.ray_submit"}
+    peaks = dict.fromkeys(kinds, 0)
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        for process in psutil.Process().children(recursive=True):
+            try:
+                command = " ".join(process.cmdline())
+                for kind, module in kinds.items():
+                    if module in command:
+                        peaks[kind] = max(peaks[kind], process.memory_info().rss)
+            except psutil.Error:
+                continue
+        time.sleep(2.0)
+    return peaks
 
 
 def main() -> None:
@@ -69,9 +99,12 @@ def main() -> None:
     parser.add_argument("--minutes", type=float, default=5.0)
     parser.add_argument("--suite", default="smoke")
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--executor", nargs="+", default=["local"], choices=("local", "ray"))
     args = parser.parse_args()
     for count in args.agents:
-        print(json.dumps(measure(count, args.minutes, args.suite, args.device)), flush=True)
+        for executor in args.executor:
+            result = measure(count, args.minutes, args.suite, args.device, executor)
+            print(json.dumps(result), flush=True)
 
 
 if __name__ == "__main__":

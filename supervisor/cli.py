@@ -10,6 +10,7 @@ from typing import NoReturn
 
 from qrsup.agents.session import PROPOSERS
 from qrsup.supervisor.errors import UsageError
+from qrsup.supervisor.executor_option import add_executor_options
 from qrsup.supervisor.judge_command import add_judge_commands, cuda_available, judge_command
 from qrsup.supervisor.profile_command import add_profile_command, profile_command
 from rich.console import Console
@@ -58,6 +59,7 @@ def _launch_options(parser: argparse.ArgumentParser) -> None:
     new.add_argument("--gpus", help="GPUs agents may lease, e.g. 0,1,2 (default: all visible)")
     new.add_argument("--agents-per-gpu", type=int, help="agents sharing one GPU (default: 1)")
     parser.add_argument("--init", action="store_true", help="git init the workspace if needed")
+    add_executor_options(new)
 
 
 def build_parser() -> argparse.ArgumentParser:

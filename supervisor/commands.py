@@ -10,13 +10,20 @@ from qrsup.agents.records import format_ms
 from qrsup.agents.session import SessionError
 from qrsup.agents.spend import total
 from qrsup.agents.store import Store, StoreError
+from qrsup.kernels.executors.ray_target import RayTarget
 from qrsup.kernels.schema import Verdict
 from qrsup.supervisor import actions
 from qrsup.supervisor.errors import UsageError
+from qrsup.supervisor.executor_option import cluster_device, launch_executor, require_executor
 from qrsup.supervisor.fleet import Fleet, FleetError, find_session
-from qrsup.supervisor.fleet_plan import LaunchError
 from qrsup.supervisor.headless import run_headless
-from qrsup.supervisor.launch import LaunchChoices, given_new_session_options, prepare_session
+from qrsup.supervisor.launch import (
+    LaunchChoices,
+    LaunchError,
+    given_new_session_options,
+    prepare_session,
+)
+from qrsup.supervisor.local_ray import LocalRay
 from qrsup.supervisor.widgets.format import agent_spend, agent_state
 from rich.console import Console
 from rich.table import Table
@@ -26,6 +33,11 @@ STATE_WIDTH = 32
 
 
 def launch_choices(args: argparse.Namespace, device: str) -> LaunchChoices:
+    executor = ray_address = None  # not given: the session's own, or local for a new one
+    if getattr(args, "executor", None) or getattr(args, "ray_address", None):
+        executor, ray_address = launch_executor(args)
+        if executor == "ray" and ray_address:
+            device = cluster_device(RayTarget(ray_address))
     return LaunchChoices(
         workspace=args.workspace,
         session=args.session,
@@ -44,6 +56,8 @@ def launch_choices(args: argparse.Namespace, device: str) -> LaunchChoices:
         init=args.init,
         gpus=args.gpus,
         agents_per_gpu=args.agents_per_gpu,
+        executor=executor,
+        ray_address=ray_address,
     )
 
 
@@ -52,13 +66,21 @@ def _prepared_fleet(choices: LaunchChoices, console: Console) -> Fleet:
         paths, config, created = prepare_session(choices)
     except (LaunchError, SessionError) as exc:
         raise UsageError(str(exc)) from None
+    require_executor(config.executor)  # a session made with Ray, reattached without it
     verb = "created" if created else "reattaching to"
     console.print(f"{verb} session '{config.name}' in {paths.root} ({config.suite} suite)")
+    if config.executor == "ray":
+        where = config.ray_address or "the session's own local Ray instance"
+        console.print(f"judge runs go to {where}", highlight=False)
     return Fleet(paths)
 
 
 def headless(choices: LaunchChoices, console: Console) -> int:
-    return run_headless(_prepared_fleet(choices, console), console)
+    fleet = _prepared_fleet(choices, console)
+    try:
+        return run_headless(fleet, console)
+    finally:  # every agent has stopped: the session's local Ray instance (if any) goes too
+        LocalRay(fleet.paths).stop()
 
 
 def tui(choices: LaunchChoices) -> int:

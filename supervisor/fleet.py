@@ -43,6 +43,7 @@ from qrsup.agents.store import Store
 from qrsup.kernels.judge.processes import kill_tree
 from qrsup.kernels.schema import Actor, Lifecycle
 from qrsup.supervisor.leases import GpuLeases, LeaseError, parse_gpus
+from qrsup.supervisor.local_ray import ensure_session_instance, session_instance_in_use
 
 STALE_HEARTBEAT_S = 30.0
 EXIT_STATUS_WAIT_S = 5.0
@@ -107,6 +108,10 @@ class Fleet:
         """Where a person's promotion re-judges: a free GPU, leased while it runs; with none free,
         the GPU of `beside` (the candidate's agent), so no other agent's judge is disturbed."""
         device = self.session.agents[0].device if self.session.agents else "cpu"
+        if self.session.executor == "ray":  # Ray places the run; no lease to take
+            with session_instance_in_use(self.paths, self.session, FleetError):
+                yield device
+            return
         leases = self.leases() if device == "cuda" else None
         if leases is None or not leases.gpus:
             yield device
@@ -160,7 +165,10 @@ class Fleet:
         decide(self.paths, name, Lifecycle.START, Desired.RUN, by, reason)
         self.paths.ensure(name)
         device = spec.device
-        if device == "cuda":
+        ray = self.session.executor == "ray"  # Ray assigns a GPU per judge run: no lease
+        if ray:
+            ensure_session_instance(self.paths, self.session, FleetError)
+        elif device == "cuda":
             try:
                 device = f"cuda:{self.leases().acquire(name)}"
             except (LeaseError, ValueError) as exc:
@@ -183,7 +191,7 @@ class Fleet:
         iteration = last.iteration if last else 0
         starting = Beat(process.pid, "starting", iteration, time.time(), goal=spec.goal)
         write_beat(self.paths.heartbeat(name), starting)
-        if spec.device == "cuda":
+        if spec.device == "cuda" and not ray:
             self.leases().bind(name, process.pid)
         return process.pid
 
@@ -287,7 +295,7 @@ class Fleet:
         decide(self.paths, name, Lifecycle.KILL, desired, by, reason)
         kill_tree(pid)
         self._reap(name)
-        if self.session.agent(name).device == "cuda":
+        if self.session.agent(name).device == "cuda" and self.session.executor == "local":
             self.leases().release(name)
         with Store(self.paths.store) as store:
             role = self.session.agent(name).role

@@ -8,13 +8,22 @@ import sys
 from pathlib import Path
 
 from qrsup.agents.settings import SettingsError, load_settings
+from qrsup.kernels.executors.base import JudgeExecutor
+from qrsup.kernels.executors.ray_executor import RayExecutor
 from qrsup.kernels.judge.report import JudgeReport
-from qrsup.kernels.judge.runner import JudgeConfig, evaluate
+from qrsup.kernels.judge.runner import JudgeConfig
 from qrsup.kernels.judge.sandbox import IsolationSettings
 from qrsup.kernels.judge.triton_cache import per_source, user_cache_root
 from qrsup.kernels.suites import SuiteError, get_suite
 from qrsup.kernels.timing import STOPPING_RULES
 from qrsup.supervisor.errors import UsageError
+from qrsup.supervisor.executor_option import (
+    add_executor_options,
+    command_executor,
+    note_line,
+    placement_line,
+    ray_device,
+)
 from qrsup.supervisor.judge_view import JudgeProgress, report_table, summary_lines
 from rich.console import Console
 
@@ -32,6 +41,7 @@ def add_judge_commands(commands: argparse._SubParsersAction) -> None:
         sub.add_argument("--seed", help="secret seed mixed into every spec's seed")
         sub.add_argument("--device", help="cpu, cuda or cuda:N (default: cuda if present)")
         sub.add_argument("--json", type=Path, dest="json_out", help="write the report here")
+        add_executor_options(sub)
         sub.add_argument(
             "--recheck",
             choices=("sampled", "all"),
@@ -86,7 +96,13 @@ def parse_seed(text: str | None) -> int | None:
 
 
 def judge_command(args: argparse.Namespace, console: Console) -> int:
-    device = resolve_device(args.device)
+    with command_executor(args, note_line) as executor:
+        return _judge(args, console, executor)
+
+
+def _judge(args: argparse.Namespace, console: Console, executor: JudgeExecutor) -> int:
+    ray = isinstance(executor, RayExecutor)
+    device = ray_device(args.device, executor) if ray else resolve_device(args.device)
     seed = parse_seed(args.seed)
     suite_name = args.suite or ("qr_v2" if device.startswith("cuda") else "smoke")
     try:
@@ -105,18 +121,22 @@ def judge_command(args: argparse.Namespace, console: Console) -> int:
         isolation=workspace_isolation(args.workspace),
         triton_cache=per_source(user_cache_root())(args.file) if args.file.is_file() else None,
     )
-    report = _judge_with_progress(args.file, config, console, f"{mode} {args.file.name}")
+    title = f"{mode} {args.file.name}"
+    report = _judge_with_progress(executor, args.file, config, console, title)
     if report.verdict == "rejected":
         print(f"qrsup: error: {report.reason}", file=sys.stderr)
         return 2
     baseline = None
     if getattr(args, "baseline", False):
-        baseline = _judge_with_progress(BASELINE_CANDIDATE, config, console, "baseline torch.geqrf")
+        title = "baseline torch.geqrf"
+        baseline = _judge_with_progress(executor, BASELINE_CANDIDATE, config, console, title)
     if warning := report.isolation_warning():
         print(f"qrsup: {warning}", file=sys.stderr)
     console.print(report_table(report, baseline))
     for line in summary_lines(report, baseline):
         console.print(line, highlight=False)
+    if report.placement:
+        console.print(placement_line(report.placement), highlight=False, markup=False)
     if report.candidate_output.strip() and not report.passed:
         console.print("[dim]candidate output (tail):[/]")
         console.print(report.candidate_output[-2000:], markup=False, highlight=False)
@@ -129,7 +149,7 @@ def judge_command(args: argparse.Namespace, console: Console) -> int:
 
 
 def _judge_with_progress(
-    file: Path, config: JudgeConfig, console: Console, title: str
+    executor: JudgeExecutor, file: Path, config: JudgeConfig, console: Console, title: str
 ) -> JudgeReport:
     with JudgeProgress(console, title) as progress:
-        return evaluate(file, config, on_progress=progress.update)
+        return executor.evaluate(file, config, on_progress=progress.update)

@@ -69,6 +69,8 @@ class LaunchChoices:
     init: bool = False
     gpus: str | None = None
     agents_per_gpu: int | None = None
+    executor: str | None = None  # local (the default) or ray
+    ray_address: str | None = None  # None: RAY_ADDRESS, else a local instance (ray only)
 
 
 # The options that shape a new session; given for an existing one they are refused, not ignored.
@@ -86,6 +88,8 @@ NEW_SESSION_OPTIONS = {
     "cost_budget": "--cost-budget",
     "gpus": "--gpus",
     "agents_per_gpu": "--agents-per-gpu",
+    "executor": "--executor",
+    "ray_address": "--ray-address",
 }
 
 
@@ -219,6 +223,8 @@ def _new_session(
         rule="quick",
         gpus=gpus,
         agents_per_gpu=per_gpu,
+        executor=choices.executor or "local",
+        ray_address=choices.ray_address or "",
         agents=agents,
     )
 

@@ -10,6 +10,7 @@ from textual.message import Message
 
 if TYPE_CHECKING:  # annotations only: the board module builds DiffRead, so no import cycle
     from qrsup.supervisor.board import Board, LeaderEntry
+    from qrsup.supervisor.cluster_stats import ClusterView
     from qrsup.supervisor.fleet import AgentStatus
     from qrsup.supervisor.gpu_stats import GpuReport
     from qrsup.supervisor.process_stats import TreeLoad
@@ -49,12 +50,14 @@ class BoardRead(Message, bubble=False):
 
 @dataclass
 class AgentsSampled(Message, bubble=False):
-    """Every agent's status and process load, the GPUs and their leases, as of now."""
+    """Every agent's status and process load, the GPUs and their leases (or the Ray cluster of a
+    session whose judge runs go there), as of now."""
 
     statuses: tuple[AgentStatus, ...]
     loads: dict[str, TreeLoad]
     gpus: GpuReport
     leases: dict[int, list[str]] = field(default_factory=dict)
+    cluster: ClusterView | None = None
 
     def can_replace(self, message: Message) -> bool:
         return isinstance(message, AgentsSampled)

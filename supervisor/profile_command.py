@@ -7,10 +7,18 @@ import json
 import sys
 from pathlib import Path
 
+from qrsup.kernels.executors.base import JudgeExecutor
+from qrsup.kernels.executors.ray_executor import RayExecutor
 from qrsup.kernels.profiling.candidate import profile_candidate
 from qrsup.kernels.profiling.summary import ProfileFailure, ProfileSummary, one_line
 from qrsup.kernels.suites import SuiteError, get_suite
 from qrsup.supervisor.errors import UsageError
+from qrsup.supervisor.executor_option import (
+    add_executor_options,
+    command_executor,
+    note_line,
+    ray_device,
+)
 from qrsup.supervisor.judge_command import resolve_device, workspace_isolation
 from qrsup.supervisor.judge_view import format_ms
 from rich.console import Console
@@ -30,11 +38,18 @@ def add_profile_command(commands: argparse._SubParsersAction) -> None:
     sub.add_argument(
         "--ncu", action="store_true", help="add Nsight Compute counters for the top kernels"
     )
+    add_executor_options(sub)
 
 
 def profile_command(args: argparse.Namespace, console: Console) -> int:
     """Profile, print, and exit 0 with a profile, 2 for bad input, 1 when none could be taken."""
-    device = resolve_device(args.device)
+    with command_executor(args, note_line) as executor:
+        return _profile(args, console, executor)
+
+
+def _profile(args: argparse.Namespace, console: Console, executor: JudgeExecutor) -> int:
+    ray = isinstance(executor, RayExecutor)
+    device = ray_device(args.device, executor) if ray else resolve_device(args.device)
     try:
         suite = get_suite(args.suite or ("qr_v2" if device.startswith("cuda") else "smoke"))
     except SuiteError as exc:
@@ -50,6 +65,7 @@ def profile_command(args: argparse.Namespace, console: Console) -> int:
             ncu=args.ncu,
             trace_out=args.trace,
             isolation=workspace_isolation(args.workspace),
+            executor=executor,
         )
     if args.json_out is not None:
         args.json_out.write_text(json.dumps(result.to_dict(), indent=2))

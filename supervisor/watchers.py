@@ -15,6 +15,7 @@ from pathlib import Path
 
 from qrsup.agents.session import RunPaths, SessionError
 from qrsup.supervisor.board import BoardReader
+from qrsup.supervisor.cluster_stats import judge_slots, session_cluster_watch
 from qrsup.supervisor.event_tail import EventTail, read_complete_lines
 from qrsup.supervisor.fleet import Fleet
 from qrsup.supervisor.gpu_stats import GpuStats
@@ -307,6 +308,7 @@ class FleetSampler:
     def _run(self) -> None:
         fleet, processes, gpus = Fleet(self.paths), ProcessStats(), GpuStats()
         leases = GpuLeases(self.paths.root, [])  # read only: who holds which GPU
+        cluster = session_cluster_watch(self.paths)  # a session judged on a Ray cluster
         states: dict[str, str] = {}
         try:
             while not self._stop.is_set():
@@ -316,7 +318,11 @@ class FleetSampler:
                 except SessionError:
                     statuses = ()
                 loads = processes.sample({s.name: s.pid for s in statuses})
-                sample = AgentsSampled(statuses, loads, gpus.sample(), leases.holders())
+                view = None
+                if cluster is not None:
+                    alive = [s.name for s in statuses if s.alive]  # a killed agent's slot is stale
+                    view = cluster.view(judge_slots(self.paths, alive))
+                sample = AgentsSampled(statuses, loads, gpus.sample(), leases.holders(), view)
                 self._post(sample)
                 for status in statuses:
                     was = states.get(status.name)
@@ -328,3 +334,5 @@ class FleetSampler:
                 self._stop.wait(self._min_gap_s)
         finally:
             gpus.close()
+            if cluster is not None:
+                cluster.close()

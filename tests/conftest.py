@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import psutil
 import pytest
@@ -12,6 +13,9 @@ from qrsup.kernels.judge.report import JudgeReport
 from qrsup.kernels.judge.runner import JudgeConfig, Timeouts, evaluate
 from qrsup.kernels.schema import Progress
 from qrsup.kernels.suites import Spec, Suite
+
+if TYPE_CHECKING:
+    from tests.ray_cluster import RayTestCluster
 
 ROOT = Path(__file__).resolve().parent.parent
 CHEATERS = Path(__file__).resolve().parent / "cheaters"
@@ -26,6 +30,28 @@ TINY = Suite(
 FAST_TIMEOUTS = Timeouts(prepare=30, load=60, first_call=20, call=20, inspect=30, total=180)
 
 
+# The smallest suite a file or a session is judged on end to end: one test, one benchmark.
+TINY_TOML = """
+name = "tiny"
+[[tests]]
+batch = 2
+n = 12
+case = "dense"
+[[benchmarks]]
+batch = 2
+n = 16
+cond = 1
+"""
+
+
+@pytest.fixture
+def tiny_suite(tmp_path: Path) -> Path:
+    """TINY_TOML as a suite file."""
+    path = tmp_path / "tiny.toml"
+    path.write_text(TINY_TOML)
+    return path
+
+
 @pytest.fixture
 def no_leftover_processes() -> Iterator[None]:
     """Fail a test whose judge or profile leaves a process of its own behind."""
@@ -37,6 +63,19 @@ def no_leftover_processes() -> Iterator[None]:
         if p.pid not in before and p.status() != psutil.STATUS_ZOMBIE
     ]
     assert leftovers == [], f"processes left behind: {leftovers}"
+
+
+@pytest.fixture(scope="session")
+def ray_cluster() -> Iterator[RayTestCluster]:
+    """One local multi-node Ray cluster for every test that needs one (it is slow to start)."""
+    pytest.importorskip("ray")
+    from tests.ray_cluster import RayTestCluster
+
+    cluster = RayTestCluster()
+    try:
+        yield cluster
+    finally:
+        cluster.shutdown()
 
 
 def processes_whose_command_has(text: str) -> list[psutil.Process]:

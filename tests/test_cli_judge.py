@@ -12,25 +12,6 @@ from qrsup.supervisor.cli import main
 
 from tests.conftest import CANDIDATES, CHEATERS
 
-TINY_TOML = """
-name = "tiny"
-[[tests]]
-batch = 2
-n = 12
-case = "dense"
-[[benchmarks]]
-batch = 2
-n = 16
-cond = 1
-"""
-
-
-@pytest.fixture
-def tiny_suite(tmp_path):
-    path = tmp_path / "tiny.toml"
-    path.write_text(TINY_TOML)
-    return path
-
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
     exe = shutil.which("qrsup")

@@ -40,6 +40,12 @@ def iterations(paths: RunPaths, agent: str) -> list[dict]:
     return [e for e in read_events(paths.events(agent)) if e.get("event") == "iteration"]
 
 
+def agent_story(workspace: Path, agent: str) -> str:
+    """The agent's log, for a failure message: what it did instead of what the test expected."""
+    log = RunPaths.of(workspace.resolve(), "default").agent_log(agent)
+    return log.read_text()[-4000:] if log.exists() else f"(no log at {log.name})"
+
+
 def files_under(*roots: Path) -> list[Path]:
     found = []
     for root in roots:
@@ -58,7 +64,7 @@ def test_headless_openai_agent_records_its_proposals_and_the_key_is_nowhere_on_d
         argv = ["--workspace", str(workspace), "run", "--headless", "--init", "--agents", "1"]
         argv += ["--suite", str(suite), "--budget", "1"]
         code = main([*argv, "--proposer", "openai", "--model", "test-model"])
-        assert server.requests, "the agent never asked the model"
+        assert server.requests, f"the agent never asked the model:\n{agent_story(workspace, 'a1')}"
         auth = {k.lower(): v for k, v in server.requests[0].headers.items()}["authorization"]
     assert code == 0, capsys.readouterr()
     assert auth == f"Bearer {KEY}"

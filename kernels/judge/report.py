@@ -5,18 +5,6 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-VERDICTS = (
-    "pass",
-    "fail",
-    "error",
-    "crash",
-    "timeout",
-    "memory",
-    "rejected",
-    "skipped",
-    "tampered",
-)
-
 
 @dataclass(frozen=True)
 class JudgeReport:
@@ -39,6 +27,7 @@ class JudgeReport:
     specs: list[dict[str, Any]] = field(default_factory=list)
     candidate_output: str = ""
     isolation: dict[str, Any] = field(default_factory=dict)
+    placement: dict[str, Any] = field(default_factory=dict)  # where a Ray executor ran it
 
     @property
     def passed(self) -> bool:

@@ -13,7 +13,8 @@ import os
 from dataclasses import replace
 from pathlib import Path
 
-from qrsup.kernels.judge.runner import JudgeConfig, Timeouts, run_judge
+from qrsup.kernels.executors.base import LOCAL, JudgeExecutor
+from qrsup.kernels.judge.runner import JudgeConfig, Timeouts
 from qrsup.kernels.judge.sandbox import IsolationSettings
 from qrsup.kernels.profiling.ncu import NCU_TIMEOUT_S
 from qrsup.kernels.profiling.summary import ProfileFailure, ProfileSummary, one_line
@@ -35,11 +36,12 @@ def profile_candidate(
     on_progress: Progress | None = None,
     isolation: IsolationSettings | None = None,
     triton_cache: Path | None = None,
+    executor: JudgeExecutor = LOCAL,
 ) -> ProfileSummary | ProfileFailure:
     """Profile benchmark `spec_index` of `suite`; never raises for anything the candidate does.
 
     `trace_out` keeps the full Chrome trace there (gzipped if it ends in .gz); `rule` sets how
-    many inputs are profiled.
+    many inputs are profiled; `executor` says where the run executes (this host by default).
     """
     if not 0 <= spec_index < len(suite.benchmarks):
         last = len(suite.benchmarks) - 1
@@ -62,7 +64,7 @@ def profile_candidate(
         config = replace(config, timeouts=replace(config.timeouts, total=budget))
     if trace_out is not None:
         trace_out.unlink(missing_ok=True)  # a trace kept beside the candidate is always this run's
-    data = run_judge(
+    data = executor.run_judge(
         path,
         config,
         on_progress,

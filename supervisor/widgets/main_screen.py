@@ -101,7 +101,8 @@ class MainScreen(Screen):
         if unrecorded and any(self.statuses[n].detail == UNRECORDED for n in unrecorded):
             self.post_message(DeathsUnrecorded(unrecorded))
         self.query_one(AgentList).show(message.statuses)
-        self.query_one(StatsPanel).show(message.gpus, message.loads, message.leases)
+        stats = self.query_one(StatsPanel)
+        stats.show(message.gpus, message.loads, message.leases, message.cluster)
         if self.selected_agent is None and message.statuses:
             self.selected_agent = message.statuses[0].name
         self._show_goal()

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from qrsup.supervisor.cluster_stats import ClusterView
 from qrsup.supervisor.gpu_stats import GpuReport
 from qrsup.supervisor.process_stats import TreeLoad
+from qrsup.supervisor.widgets.cluster_text import cluster_lines
 from qrsup.supervisor.widgets.format import size
 from rich.text import Text
 from textual.widgets import Static
@@ -14,11 +16,15 @@ PROCESSES_PER_LINE = 4  # each "a12 100% 1234M": four fit an 80-column terminal
 
 
 def stats_text(
-    gpus: GpuReport, loads: Mapping[str, TreeLoad], leases: Mapping[int, list[str]]
+    gpus: GpuReport,
+    loads: Mapping[str, TreeLoad],
+    leases: Mapping[int, list[str]],
+    cluster: ClusterView | None = None,
 ) -> Text:
-    """A line per GPU (or one saying there is none), then every agent's CPU and RSS."""
+    """A line per GPU of this host (or one saying there is none), the Ray cluster when judge runs
+    go there, then every agent's CPU and RSS."""
     trees = {name: load.pids for name, load in loads.items()}
-    lines = [] if gpus.gpus else [Text(gpus.note or "no GPU", style="dim")]
+    lines = [] if gpus.gpus or cluster else [Text(gpus.note or "no GPU", style="dim")]
     for gpu in gpus.gpus:
         memory = f"{size(gpu.memory_used_bytes)}/{size(gpu.memory_total_bytes)}"
         holders = gpu_holders(leases.get(gpu.index, []), gpu.holders(trees))
@@ -29,6 +35,7 @@ def stats_text(
                 f"{gpu.power_w:.0f} W · {holders}",
             )
         )
+    lines += cluster_lines(cluster) if cluster is not None else []
     processes = [
         Text.assemble((name, "bold"), f" {load.cpu_pct:.0f}% {load.rss_bytes / 2**20:.0f}M")
         for name, load in loads.items()
@@ -59,9 +66,13 @@ class StatsPanel(Static):
         self.shown = Text()
 
     def show(
-        self, gpus: GpuReport, loads: Mapping[str, TreeLoad], leases: Mapping[int, list[str]]
+        self,
+        gpus: GpuReport,
+        loads: Mapping[str, TreeLoad],
+        leases: Mapping[int, list[str]],
+        cluster: ClusterView | None = None,
     ) -> None:
-        text = stats_text(gpus, loads, leases)
+        text = stats_text(gpus, loads, leases, cluster)
         if text != self.shown:  # an update lays the screen out again
             self.shown = text
             self.styles.height = len(text.split())  # set, not auto: auto kept a stale height
