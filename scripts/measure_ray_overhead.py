@@ -23,11 +23,12 @@ from pathlib import Path
 
 import psutil
 from qrsup.agents.session import RunPaths
-from qrsup.agents.store import CandidateRow, Store
+from qrsup.agents.store import Store
 from qrsup.kernels.executors.base import LOCAL, JudgeExecutor
 from qrsup.kernels.executors.ray_executor import RayExecutor
 from qrsup.kernels.executors.ray_target import RayTarget
 from qrsup.kernels.judge.runner import JudgeConfig
+from qrsup.kernels.schema import Candidate, Decision, Iteration, Verdict
 from qrsup.kernels.suites import Spec, Suite, get_suite
 from qrsup.supervisor.local_ray import LocalRay
 
@@ -142,12 +143,13 @@ def store_writes_per_s(report_bytes: int, count: int = 500) -> dict:
         try:
             started = time.monotonic()
             for i in range(count):
-                row = CandidateRow(
+                row = Candidate(
                     f"c-{i}", f"{i:064x}", "src", None, "a1", "exploit", "f", "h", None, 0.0
                 )
                 store.add_candidate(row)
                 store.add_evaluation(row.id, "a1", i, "quick", report, {0: 1.0})
-                store.record_iteration("a1", i, row.id, "pass", "rejected", "h", "", 1.0, {})
+                decision = Decision.REJECTED
+                store.record_iteration(Iteration("a1", i, Verdict.PASS, decision, row.id))
             seconds = time.monotonic() - started
         finally:
             store.close()

@@ -13,6 +13,7 @@ from qrsup.kernels.executors.ray_target import RayTarget
 from qrsup.kernels.executors.slot import read_slot
 from qrsup.kernels.judge.runner import JudgeConfig
 from qrsup.kernels.profiling.candidate import profile_candidate
+from qrsup.kernels.schema import ProgressUpdate
 
 from tests.conftest import CANDIDATES, FAST_TIMEOUTS, TINY
 from tests.loop_helpers import wait_for
@@ -66,7 +67,7 @@ class Notes(list):
 
 
 def test_a_judge_run_on_a_worker_node_reports_as_on_this_host_and_says_where(ray_cluster, tmp_path):
-    frames: list[dict] = []
+    frames: list[ProgressUpdate] = []
     slot = tmp_path / "judge.json"
     executor = RayExecutor(lambda: RayTarget(ray_cluster.address), Notes(), slot)
     candidate = CANDIDATES / "blocked_wy.py"
@@ -76,7 +77,7 @@ def test_a_judge_run_on_a_worker_node_reports_as_on_this_host_and_says_where(ray
     assert len(report.specs) == len(TINY.tests)
     assert report.placement["node_id"] in ray_cluster.worker_ids()
     assert report.placement["lost_nodes"] == []
-    phases = [frame.get("phase") for frame in frames]
+    phases = [frame.phase for frame in frames]
     assert phases[0] == "queued on the cluster" and "test" in phases  # the referee's own frames
     assert read_slot(slot).state == "idle"
     again = executor.evaluate(candidate, config())  # on the driver kept from the first run
@@ -132,7 +133,7 @@ def test_a_run_waits_while_the_cluster_is_away_and_goes_ahead_when_it_is_back(
     ray_cluster, make_executor, tmp_path
 ):
     answers = iter([RayTarget("127.0.0.1:9"), RayTarget("127.0.0.1:9"), None])
-    frames: list[dict] = []
+    frames: list[ProgressUpdate] = []
     notes = Notes()
 
     def target() -> RayTarget | None:
@@ -141,8 +142,8 @@ def test_a_run_waits_while_the_cluster_is_away_and_goes_ahead_when_it_is_back(
     executor = make_executor(target, notes, tmp_path / "judge.json", retry_s=0.1)
     report = executor.evaluate(CANDIDATES / "torch_geqrf.py", config(), frames.append)
     assert report.verdict == "pass", report.reason
-    waiting = [frame for frame in frames if frame.get("state") == "waiting"]
-    assert len(waiting) == 3 and waiting[0]["phase"] == "no Ray cluster"
+    waiting = [frame for frame in frames if frame.state == "waiting"]
+    assert len(waiting) == 3 and waiting[0].phase == "no Ray cluster"
     # one line per distinct reason, then one when it is back; never a traceback
     assert [line.split(":")[0] for line in notes] == [
         "Ray cluster unreachable",

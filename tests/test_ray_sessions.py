@@ -4,7 +4,6 @@ started and stopped with it, and `--executor ray` without Ray. No process outliv
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from dataclasses import replace
@@ -73,9 +72,9 @@ def test_two_agents_run_a_session_on_two_worker_nodes_end_to_end(
         assert event["evaluated"], event
         assert read_beat(paths.heartbeat(name)).state == "stopped"
         assert read_slot(paths.judge_slot(name)).state == "idle"
-    store = Store(paths.store)
+    store = Store.reader(paths.store)
     try:
-        placements = [json.loads(row["report"])["placement"] for row in store.evaluations()]
+        placements = [evaluation.report["placement"] for evaluation in store.evaluations()]
     finally:
         store.close()
     assert {p["executor"] for p in placements} == {"ray"}
