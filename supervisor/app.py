@@ -98,6 +98,7 @@ class SupervisorApp(App[str]):
         Binding("r", "restart", "Restart", tooltip="restart the agent from its last record"),
         Binding("n", "add_agent", "Add", tooltip="add an agent to the session and start it"),
         Binding("P", "promote", "Promote", tooltip="promote the leaderboard's row (asks first)"),
+        Binding("e", "export", "Export", tooltip="write the leaderboard's row as one contest file"),
         Binding("z", "zoom", "Zoom", show=False, tooltip="fill the screen with the focused panel"),
         Binding("q", "quit", "Quit", tooltip="quit, leaving the agents running or stopping them"),
         Binding("question_mark", "help", "Help", key_display="?", tooltip="show every key"),
@@ -170,12 +171,15 @@ class SupervisorApp(App[str]):
         self._in_thread(partial(self._read_diff, message.candidate_id), "diff", exclusive=True)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Keys that need a selection are greyed out without one; promote needs a passing row."""
+        """Keys that need a selection are greyed out without one; promote and export need a
+        passing row."""
         if action in AGENT_ACTIONS and self.selected_agent is None:
             return None
-        if action == "promote":
+        if action in ("promote", "export"):
             entry = self.main.selected_candidate
-            busy = any(w.group == "promote" and w.is_running for w in self.workers)
+            busy = action == "promote" and any(
+                w.group == "promote" and w.is_running for w in self.workers
+            )
             return None if entry is None or entry.verdict != "pass" or busy else True
         return True
 
@@ -243,6 +247,11 @@ class SupervisorApp(App[str]):
         )
         choices = [Choice("y", "Promote", "yes", "primary"), Choice("n", "Cancel", "no")]
         self._confirm("Promote", question, choices, partial(self._promote, entry.id))
+
+    def action_export(self) -> None:
+        entry = self.main.selected_candidate
+        if entry is not None:
+            self._act(actions.export_candidate, entry.id)
 
     def action_zoom(self) -> None:
         self.screen.action_maximize()

@@ -98,7 +98,7 @@ async def test_help_lists_every_key_and_closes(frozen_app):
         await pilot.press("question_mark")
         assert isinstance(frozen_app.screen, HelpScreen)
         listed = {key for key, _ in frozen_app.screen.keys}
-        assert {"s", "g", "a", "b", "p", "k", "r", "n", "P", "q", "?", "1-9", "t"} <= listed
+        assert {"s", "g", "a", "b", "p", "k", "r", "n", "P", "e", "q", "?", "1-9", "t"} <= listed
         await pilot.press("escape")
         assert frozen_app.screen is frozen_app.main
 
@@ -108,7 +108,7 @@ async def test_command_palette_runs_the_same_actions_as_the_keys(frozen_app):
         await loaded(pilot)
         titles = {c.title for c in frozen_app.get_system_commands(frozen_app.main)}
         assert {"Steer", "Goal", "Advise", "Ask", "Pause", "Kill", "Restart", "Add"} <= titles
-        assert {"Promote", "Quit", "Help"} <= titles
+        assert {"Promote", "Export", "Quit", "Help"} <= titles
         await pilot.press("ctrl+p")
         await type_text(pilot, "Steer")
         matches = lambda: frozen_app.screen.query_one(CommandList).option_count  # noqa: E731
@@ -180,6 +180,23 @@ async def test_promote_is_offered_only_on_a_passing_row(frozen_app):
         assert "c-1a2b3c4d5e" in frozen_app.screen.question
         await pilot.press("n")
         assert frozen_app.screen is frozen_app.main
+
+
+async def test_export_writes_the_selected_row_into_the_workspace_and_says_where(frozen_app):
+    workspace = frozen_app.fleet.session.workspace
+    async with frozen_app.run_test(size=(100, 30)) as pilot:
+        await loaded(pilot)
+        board = frozen_app.main.query_one(Leaderboard)
+        board.move_cursor(row=board.get_row_index("c-3c4d5e6f7a"))  # failed: nothing to export
+        await pilot.pause()
+        assert frozen_app.check_action("export", ()) is None
+        board.move_cursor(row=board.get_row_index("c-2b3c4d5e6f"))
+        await pilot.press("e")
+        written = workspace / "submission-c-2b3c4d5e6f.py"
+        await until(pilot, lambda: any(str(written) in n for n in notices(frozen_app)), 10,
+                    "the export's notice")  # fmt: skip
+    assert "def custom_kernel" in written.read_text()
+    assert "PANEL = 32" in written.read_text()  # c-2b3c4d5e6f's own source (tui_sessions)
 
 
 async def test_add_agent_refuses_a_taken_name_and_cancel_adds_nothing(frozen_app):
