@@ -7,6 +7,7 @@ thread, whose result comes back as a message. Nothing here blocks the screen.
 
 from __future__ import annotations
 
+import gc
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -18,9 +19,8 @@ from qrsup.agents.side_questions import SideAnswer
 from qrsup.kernels.suites import get_suite
 from qrsup.supervisor import actions
 from qrsup.supervisor.actions import ActionResult
-from qrsup.supervisor.board import read_diff
+from qrsup.supervisor.board import CandidateDiff, read_diff
 from qrsup.supervisor.fleet import Fleet
-from qrsup.supervisor.messages import DiffRead
 from qrsup.supervisor.widgets.add_agent_dialog import AddAgentDialog
 from qrsup.supervisor.widgets.choice_dialog import Choice, ChoiceDialog
 from qrsup.supervisor.widgets.format import ms
@@ -74,6 +74,13 @@ class SideAnswered(Message):
 
 
 @dataclass
+class DiffRead(Message):
+    """A candidate's diff against its parent, read off the screen's thread."""
+
+    diff: CandidateDiff
+
+
+@dataclass
 class StopSent(Message):
     """Every running agent was told to stop; the app may exit."""
 
@@ -106,6 +113,7 @@ class SupervisorApp(App[str]):
     EXTRA_KEYS = (
         ("1-9", "select an agent (or arrows in the agent list)"),
         ("t", "sort the leaderboard (or click a column header)"),
+        ("w", "log panel: wrap long lines, or one row per line (←/→ scroll across)"),
         ("tab", "move between panels"),
         ("ctrl+p", "command palette: every action, and themes"),
         ("esc", "close a dialog, or unzoom"),
@@ -123,6 +131,11 @@ class SupervisorApp(App[str]):
 
     def get_default_screen(self) -> Screen:
         return self.main
+
+    def on_mount(self) -> None:
+        # Imports (torch among them) leave a heap that lives as long as the app. A full garbage
+        # collection walked all of it and held the screen 0.1-0.7 s under load: freeze it.
+        gc.freeze()
 
     @property
     def selected_agent(self) -> str | None:
@@ -151,8 +164,9 @@ class SupervisorApp(App[str]):
             self.notify(answer.answer[:600], title=title, timeout=30.0, markup=False)
 
     def on_diff_read(self, message: DiffRead) -> None:
-        title = f"diff · {message.candidate_id} vs {message.parent_id or 'nothing'}"
-        text = diff_content(message.diff) if message.diff else Content("same source as its parent")
+        diff = message.diff
+        title = f"diff · {diff.candidate_id} vs {diff.parent_id or 'nothing'}"
+        text = diff_content(diff.diff) if diff.diff else Content("same source as its parent")
         self.push_screen(TextScreen(title, text))
 
     def on_stop_sent(self, message: StopSent) -> None:
@@ -354,7 +368,7 @@ class SupervisorApp(App[str]):
         )
 
     def _read_diff(self, candidate_id: str) -> None:
-        self.post_message(read_diff(self.fleet.paths.store, candidate_id))
+        self.post_message(DiffRead(read_diff(self.fleet.paths.store, candidate_id)))
 
     def _stop_all(self, names: list[str]) -> None:
         with self._fleet_lock:

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from qrsup.agents.store import CandidateRow, Store
-from qrsup.supervisor.messages import DiffRead
 
 RECENT_ITERATIONS = 64
 
@@ -145,7 +144,16 @@ def _entry(row: CandidateRow, outcome: str, decision: str) -> LeaderEntry:
     )
 
 
-def read_diff(store_path: Path, candidate_id: str) -> DiffRead:
+@dataclass(frozen=True)
+class CandidateDiff:
+    """A candidate's source as a unified diff against its parent's."""
+
+    candidate_id: str
+    parent_id: str | None
+    diff: str
+
+
+def read_diff(store_path: Path, candidate_id: str) -> CandidateDiff:
     """Read both sources from the store (on the caller's thread) and diff them."""
     store = Store(store_path)
     try:
@@ -154,7 +162,7 @@ def read_diff(store_path: Path, candidate_id: str) -> DiffRead:
     finally:
         store.close()
     if row is None:
-        return DiffRead(candidate_id, None, "")
+        return CandidateDiff(candidate_id, None, "")
     lines = difflib.unified_diff(
         parent.source.splitlines() if parent else [],
         row.source.splitlines(),
@@ -163,4 +171,4 @@ def read_diff(store_path: Path, candidate_id: str) -> DiffRead:
         n=2,
         lineterm="",
     )
-    return DiffRead(candidate_id, row.parent_id, "\n".join(lines))
+    return CandidateDiff(candidate_id, row.parent_id, "\n".join(lines))

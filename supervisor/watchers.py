@@ -1,10 +1,11 @@
-"""Watchers: file changes in the run directory and timed samples of the fleet, turned into messages.
+"""Watchers: file changes in the run directory and timed samples of the fleet, turned into facts.
 
-Two threads feed the app, and neither touches a widget: they post messages, which Textual delivers
-on its own loop. The run watcher sleeps until watchdog reports a change, then reads only what
-changed, at most once per `interval_s` (a burst of log lines arrives as one message). The fleet
-sampler wakes every few seconds, or sooner when a heartbeat changes, for what no file announces:
-a process that died, CPU and memory, the GPUs.
+Two threads feed the app, and neither touches a widget: they post facts (`messages.py`, plain
+dataclasses) to the screen's mailbox, the reading and parsing done on their own thread. The run
+watcher sleeps until watchdog reports a change, then reads only what changed, at most once per
+`interval_s` (a burst of log lines arrives as one fact). The fleet sampler wakes every few
+seconds, or sooner when a heartbeat changes, for what no file announces: a process that died,
+CPU and memory, the GPUs.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from qrsup.supervisor.event_tail import EventTail, read_complete_lines
 from qrsup.supervisor.fleet import Fleet
 from qrsup.supervisor.gpu_stats import GpuStats
 from qrsup.supervisor.leases import GpuLeases
+from qrsup.supervisor.log_lines import prepare
 from qrsup.supervisor.messages import (
     AdvisorIdeas,
     AgentCrashed,
@@ -237,7 +239,7 @@ class RunWatcher:
             self._watch(self.paths.agent_log(agent), [FileModifiedEvent])  # once it exists
             lines, skipped = self._followed.read_new()
             if lines or skipped:
-                self._post(LogRead(agent, lines, fresh=skipped))
+                self._post(LogRead(agent, prepare(lines), fresh=skipped))
         elif kind == "profile" and agent == followed:
             self._read_profile(agent)
 
@@ -248,7 +250,7 @@ class RunWatcher:
         self._watch(self.paths.agent_log(agent), [FileModifiedEvent])
         self._watch(self.paths.work(agent), [FileModifiedEvent, *_ARRIVALS], recursive=True)
         self._followed = LogFollower(agent, self.paths.agent_log(agent))
-        self._post(LogRead(agent, self._followed.open_tail(), fresh=True))
+        self._post(LogRead(agent, prepare(self._followed.open_tail()), fresh=True))
         self._read_profile(agent)
 
     def _read_board(self) -> None:
@@ -271,7 +273,7 @@ class RunWatcher:
             if kind == "goal_met":
                 self._post(GoalMet(agent, str(event.get("goal")), str(event.get("candidate_id"))))
             elif kind == "advisor":
-                ideas = [str(i) for i in event.get("ideas") or []]
+                ideas = tuple(str(i) for i in event.get("ideas") or [])
                 self._post(AdvisorIdeas(agent, str(event.get("source", "")), ideas))
 
     def _read_profile(self, agent: str) -> None:

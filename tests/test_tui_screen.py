@@ -34,7 +34,7 @@ def anyio_backend() -> str:
 def frozen_app(tmp_path):
     paths = frozen_session(tmp_path)
     app = SupervisorApp(Fleet(paths))
-    app.main.sampler = FrozenSampler(app.main.post_message)
+    app.main.sampler = FrozenSampler(app.main.post_fact)
     return app
 
 
@@ -254,6 +254,29 @@ async def test_log_lines_written_behind_a_dialog_are_there_when_it_closes(frozen
         log = frozen_app.main.query_one(LogTail)
         await until(pilot, lambda: log.lines[-1] == "burst 499", 10, "the burst")
         assert isinstance(frozen_app.screen, HelpScreen)
+
+
+async def test_a_long_log_line_shows_whole_and_w_gives_one_row_per_line_to_scroll_across(
+    frozen_app,
+):
+    long_line = "reason: the quick stage passed but was not close enough " + "x" * 90 + " END"
+    async with frozen_app.run_test(size=(100, 30)) as pilot:
+        await loaded(pilot)
+        log = frozen_app.main.query_one(LogTail)
+        with frozen_app.fleet.paths.agent_log("a1").open("a") as handle:
+            handle.write(long_line + "\n")
+        await until(pilot, lambda: log.lines[-1] == long_line, 10, "the long line")
+        await pilot.pause()
+        height = lambda: log.scrollable_content_region.height  # noqa: E731
+        rows = lambda: [log.render_line(y).text for y in range(height())]  # noqa: E731
+        assert long_line in "".join(rows())  # wrapped: every part of it on screen
+        log.focus()
+        await pilot.press("w")
+        await until(pilot, lambda: log.virtual_size.width == len(long_line), 5, "no wrapping")
+        assert rows()[-1].rstrip() == long_line[: log.scrollable_content_region.width]
+        await pilot.press("end", "right", "right")
+        await until(pilot, lambda: log.scroll_x > 0, 5, "a scroll across")
+        assert rows()[-1].startswith(long_line[int(log.scroll_x) :][:10])
 
 
 @pytest.mark.parametrize("size", [(100, 30), (80, 24)])
