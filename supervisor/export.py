@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import inspect
 import os
-import tempfile
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
@@ -108,11 +108,15 @@ def write_submission(candidate: CandidateSource, out: Path, force: bool) -> Subm
     if out.exists() and not force:
         raise ExportError(f"{out} exists; pass --force to overwrite it")
     submission = submission_text(candidate)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.")
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(submission.text)
-    os.replace(temporary, out)
+    temporary = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        temporary.write_text(submission.text, encoding="utf-8")
+        os.replace(temporary, out)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+        raise ExportError(f"cannot write {out}: {exc.strerror or exc}") from None
     return submission
 
 

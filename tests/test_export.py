@@ -203,6 +203,13 @@ def test_an_existing_output_is_kept_unless_forced(tmp_path, capsys):
     assert "def custom_kernel" in out.read_text()
 
 
+def test_an_output_that_cannot_be_written_is_one_line(tmp_path, capsys):
+    blocker = _write(tmp_path / "not_a_folder", "")
+    assert main(["export", str(BLOCKED), "-o", str(blocker / "submission.py")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "cannot write" in err
+
+
 def test_a_plain_import_of_the_package_still_binds_its_name():
     source = "import os, qrsup.kernels.phases\nfrom qrsup.kernels import blocked_wy as b\n"
     renamed = rename_imports(source, "root_x")

@@ -16,15 +16,13 @@ from collections.abc import Sequence
 from itertools import accumulate
 from typing import ClassVar
 
-from qrsup.supervisor.log_lines import LogLine
+from qrsup.supervisor.log_lines import MAX_LINES, LogLine
 from rich.segment import Segment
 from textual.binding import Binding, BindingType
 from textual.geometry import Size
 from textual.reactive import Reactive, reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
-
-MAX_LINES = 2000
 
 
 class LogTail(ScrollView, can_focus=True):
