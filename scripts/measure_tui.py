@@ -10,6 +10,7 @@ by the fleet as the agent) each append RATE lines per second to their `agent.log
 seconds and record a candidate every 15 s. The real app runs in tmux at 100x30; this process
 samples the app's CPU and RSS every 5 s and, every 5 s, presses a number key and times how long
 until capture-pane shows that agent's log title (key press to screen, through a real terminal).
+It also samples the whole host's CPU and load average: other work on the machine moves latencies.
 
 `startup` runs `qrsup --init` in an empty workspace (the default session) and times the first
 frame, the first agent evaluating (the incumbent's bootstrap) and the first candidate judged.
@@ -143,12 +144,17 @@ def load(agents: int, rate: float, seconds: float) -> dict:
         terminal.wait_for("agents · session load", 60)
         app = _app_process(paths.root)
         app.cpu_percent(None)
+        psutil.cpu_percent(None)
         writer_cpu_s = -sum(_cpu_s(process.pid) for process in writers)
         samples, latencies_s = [], []
+        host_pct: list[float] = []  # every process's CPU, in % of one core
+        load_1m: list[float] = []
         start = time.monotonic()
         while time.monotonic() - start < seconds:
             time.sleep(5)
             samples.append((time.monotonic() - start, app.cpu_percent(None), app.memory_info().rss))
+            host_pct.append(psutil.cpu_percent(None) * (os.cpu_count() or 1))
+            load_1m.append(os.getloadavg()[0])
             agent = f"a{(len(latencies_s) + 1) % agents + 1}"  # a1 is selected at first
             terminal.keys(agent.removeprefix("a"))
             latencies_s.append(terminal.wait_for(f"log · {agent} ", 10))
@@ -176,6 +182,8 @@ def load(agents: int, rate: float, seconds: float) -> dict:
         "key_to_screen_ms_p95": round(1000 * _quantile(latencies_s, 0.95), 1),
         "key_to_screen_ms_max": round(1000 * max(latencies_s), 1),
         "key_presses": len(latencies_s),
+        "host_cpu_pct_mean": round(statistics.fmean(host_pct), 1),
+        "host_load_1m_mean": round(statistics.fmean(load_1m), 2),
         "samples": [(round(t), round(c, 1), round(r / 2**20, 1)) for t, c, r in samples],
     }
 

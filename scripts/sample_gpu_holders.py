@@ -14,15 +14,14 @@ import time
 from pathlib import Path
 
 from qrsup.agents.session import RunPaths
-from qrsup.supervisor.messages import AgentsSampled
+from qrsup.supervisor.messages import AgentsSampled, Fact
 from qrsup.supervisor.watchers import FleetSampler
-from textual.message import Message
 
 
 def main(run_dir: Path, out: Path) -> None:
     with out.open("a") as sink:
 
-        def write(message: Message) -> None:
+        def write(message: Fact) -> None:
             if not isinstance(message, AgentsSampled):
                 return
             trees = {name: load.pids for name, load in message.loads.items()}

@@ -22,6 +22,7 @@ from qrsup.agents.spend import parse_cost_budget
 from qrsup.agents.store import Store, StoreError
 from qrsup.kernels.schema import Actor, EventKind, Progress
 from qrsup.kernels.suites import get_suite
+from qrsup.supervisor.export import ExportError, stored_candidate, write_submission
 from qrsup.supervisor.fleet import Fleet, FleetError
 from qrsup.supervisor.promotion_evidence import PromotionEvidence, read_evidence
 
@@ -276,3 +277,14 @@ def agent_records(fleet: Fleet, store: Store, agent: str) -> AgentRecords:
         recent=recent,
         spec_labels=tuple(s.label for s in get_suite(fleet.session.suite).benchmarks),
     )
+
+
+def export_candidate(fleet: Fleet, candidate_id: str) -> ActionResult:
+    """Write the candidate as one contest file, `submission-<id>.py` in the workspace."""
+    out = fleet.session.workspace / f"submission-{candidate_id}.py"
+    try:
+        submission = write_submission(stored_candidate(fleet.paths, candidate_id), out, force=True)
+    except ExportError as exc:
+        return ActionResult(False, str(exc))
+    bundled = len(submission.modules)
+    return ActionResult(True, f"exported {candidate_id} to {out} ({bundled} qrsup modules bundled)")

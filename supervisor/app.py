@@ -7,6 +7,7 @@ thread, whose result comes back as a message. Nothing here blocks the screen.
 
 from __future__ import annotations
 
+import gc
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -22,9 +23,8 @@ from qrsup.kernels.schema import Actor
 from qrsup.kernels.suites import get_suite
 from qrsup.supervisor import actions
 from qrsup.supervisor.actions import ActionResult
-from qrsup.supervisor.board import read_diff
+from qrsup.supervisor.board import CandidateDiff, read_diff
 from qrsup.supervisor.fleet import Fleet
-from qrsup.supervisor.messages import DeathsUnrecorded, DiffRead
 from qrsup.supervisor.promote_flow import (
     EvidenceRead,
     PromotionFinished,
@@ -67,6 +67,13 @@ class SideAnswered(Message):
 
 
 @dataclass
+class DiffRead(Message):
+    """A candidate's diff against its parent, read off the screen's thread."""
+
+    diff: CandidateDiff
+
+
+@dataclass
 class StopSent(Message):
     """Every running agent was told to stop; the app may exit."""
 
@@ -102,6 +109,7 @@ class SupervisorApp(App[str]):
         Binding("r", "restart", "Restart", tooltip="restart the agent from its last record"),
         Binding("n", "add_agent", "Add", tooltip="add an agent to the session and start it"),
         Binding("P", "promote", "Promote", tooltip="promote the leaderboard's row (asks first)"),
+        Binding("e", "export", "Export", tooltip="write the leaderboard's row as one contest file"),
         Binding("z", "zoom", "Zoom", show=False, tooltip="fill the screen with the focused panel"),
         Binding("q", "quit", "Quit", tooltip="quit, leaving the agents running or stopping them"),
         Binding("question_mark", "help", "Help", key_display="?", tooltip="show every key"),
@@ -109,6 +117,7 @@ class SupervisorApp(App[str]):
     EXTRA_KEYS = (
         ("1-9", "select an agent (or arrows in the agent list)"),
         ("t", "sort the leaderboard (or click a column header)"),
+        ("w", "log panel: wrap long lines, or one row per line (←/→ scroll across)"),
         ("tab", "move between panels"),
         ("ctrl+p", "command palette: every action, and themes"),
         ("esc", "close a dialog, or unzoom"),
@@ -126,6 +135,11 @@ class SupervisorApp(App[str]):
 
     def get_default_screen(self) -> Screen:
         return self.main
+
+    def on_mount(self) -> None:
+        # Imports (torch among them) leave a heap that lives as long as the app. A full garbage
+        # collection walked all of it and held the screen 0.1-0.7 s under load: freeze it.
+        gc.freeze()
 
     @property
     def selected_agent(self) -> str | None:
@@ -166,11 +180,12 @@ class SupervisorApp(App[str]):
             self.notify(answer.answer[:600], title=title, timeout=30.0, markup=False)
 
     def on_diff_read(self, message: DiffRead) -> None:
-        title = f"diff · {message.candidate_id} vs {message.parent_id or 'nothing'}"
-        text = diff_content(message.diff) if message.diff else Content("same source as its parent")
+        diff = message.diff
+        title = f"diff · {diff.candidate_id} vs {diff.parent_id or 'nothing'}"
+        text = diff_content(diff.diff) if diff.diff else Content("same source as its parent")
         self.push_screen(TextScreen(title, text))
 
-    def on_deaths_unrecorded(self, message: DeathsUnrecorded) -> None:
+    def on_main_screen_deaths_unrecorded(self, message: MainScreen.DeathsUnrecorded) -> None:
         self._in_thread(self._record_deaths, "deaths", "recording agent deaths", exclusive=True)
 
     def _record_deaths(self) -> None:
@@ -194,12 +209,15 @@ class SupervisorApp(App[str]):
         self._in_thread(partial(self._read_diff, message.candidate_id), "diff", exclusive=True)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Keys that need a selection are greyed out without one; promote needs a passing row."""
+        """Keys that need a selection are greyed out without one; promote and export need a
+        passing row."""
         if action in AGENT_ACTIONS and self.selected_agent is None:
             return None
-        if action == "promote":
+        if action in ("promote", "export"):
             entry = self.main.selected_candidate
-            busy = any(w.group == "promote" and w.is_running for w in self.workers)
+            busy = action == "promote" and any(
+                w.group == "promote" and w.is_running for w in self.workers
+            )
             return None if entry is None or entry.verdict != "pass" or busy else True
         return True
 
@@ -296,6 +314,11 @@ class SupervisorApp(App[str]):
             self.post_message(EvidenceRead(entry.id, evidence))
 
         self._in_thread(work, "evidence", exclusive=True)
+
+    def action_export(self) -> None:
+        entry = self.main.selected_candidate
+        if entry is not None:
+            self._act(actions.export_candidate, entry.id)
 
     def action_zoom(self) -> None:
         self.screen.action_maximize()
@@ -408,7 +431,7 @@ class SupervisorApp(App[str]):
         )
 
     def _read_diff(self, candidate_id: str) -> None:
-        self.post_message(read_diff(self.fleet.paths.store, candidate_id))
+        self.post_message(DiffRead(read_diff(self.fleet.paths.store, candidate_id)))
 
     def _stop_all(self, names: list[str]) -> None:
         with self._fleet_lock:

@@ -8,7 +8,6 @@ from pathlib import Path
 
 from qrsup.agents.store import Store, StoreError
 from qrsup.kernels.schema import Candidate, Verdict
-from qrsup.supervisor.messages import DiffRead
 
 RECENT_ITERATIONS = 64
 
@@ -152,13 +151,22 @@ def _entry(row: Candidate, outcome: str, decision: str) -> LeaderEntry:
     )
 
 
-def read_diff(store_path: Path, candidate_id: str) -> DiffRead:
+@dataclass(frozen=True)
+class CandidateDiff:
+    """A candidate's source as a unified diff against its parent's."""
+
+    candidate_id: str
+    parent_id: str | None
+    diff: str
+
+
+def read_diff(store_path: Path, candidate_id: str) -> CandidateDiff:
     """Read both sources from the store (on the caller's thread) and diff them."""
     with Store.reader(store_path) as store:
         row = store.candidate(candidate_id)
         parent = store.candidate(row.parent_id) if row and row.parent_id else None
     if row is None:
-        return DiffRead(candidate_id, None, "")
+        return CandidateDiff(candidate_id, None, "")
     lines = difflib.unified_diff(
         parent.source.splitlines() if parent else [],
         row.source.splitlines(),
@@ -167,4 +175,4 @@ def read_diff(store_path: Path, candidate_id: str) -> DiffRead:
         n=2,
         lineterm="",
     )
-    return DiffRead(candidate_id, row.parent_id, "\n".join(lines))
+    return CandidateDiff(candidate_id, row.parent_id, "\n".join(lines))

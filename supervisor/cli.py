@@ -110,6 +110,11 @@ def build_parser() -> argparse.ArgumentParser:
         default=False,
         help="commit even when the revalidation measures it slower than the incumbent",
     )
+    export = session_verb("export", help="a candidate as one self-contained contest file")
+    _session_options(export)
+    export.add_argument("candidate", help="a candidate file, or a candidate id of the session")
+    export.add_argument("-o", "--output", type=Path, default=Path("submission.py"))
+    export.add_argument("--force", action="store_true", default=False, help="overwrite -o")
     return parser
 
 
@@ -121,6 +126,10 @@ def main(argv: list[str] | None = None) -> int:
             return judge_command(args, console)
         if args.command == "profile":
             return profile_command(args, console)
+        if args.command == "export":
+            from qrsup.supervisor.export import export_command
+
+            return export_command(args, console)
         from qrsup.supervisor import commands
 
         if args.command is None or args.command == "run":

@@ -1,5 +1,6 @@
 """The layers point one way, and no module imports itself back: kernels/ imports nothing above
-it, agents/ never imports Textual or the supervisor, and module-level imports form no cycle."""
+it, agents/ never imports Textual or the supervisor, and module-level imports form no cycle, not
+even through imports for annotations only (under `if TYPE_CHECKING:`)."""
 
 from __future__ import annotations
 
@@ -24,9 +25,10 @@ def _module_name(path: Path) -> str:
 
 
 def _imports(path: Path, module_level_only: bool) -> set[str]:
-    """Absolute names imported by a module (module level only: what runs at import time)."""
+    """Absolute names imported by a module (module level only: what runs at import time, and what
+    a type checker imports under `if TYPE_CHECKING:`, a cycle all the same)."""
     tree = ast.parse(path.read_text())
-    nodes = tree.body if module_level_only else list(ast.walk(tree))
+    nodes = _module_level(tree.body) if module_level_only else list(ast.walk(tree))
     found = set()
     for node in nodes:
         if isinstance(node, ast.Import):
@@ -34,6 +36,22 @@ def _imports(path: Path, module_level_only: bool) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             found.add(node.module)
     return found
+
+
+def _module_level(body: list[ast.stmt]) -> list[ast.stmt]:
+    """The module's statements, with those of its `if TYPE_CHECKING:` blocks."""
+    nodes = []
+    for node in body:
+        nodes.append(node)
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            nodes += _module_level(node.body)
+    return nodes
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    if isinstance(test, ast.Attribute):
+        return test.attr == "TYPE_CHECKING"
+    return isinstance(test, ast.Name) and test.id == "TYPE_CHECKING"
 
 
 def _modules() -> dict[str, Path]:
@@ -77,6 +95,23 @@ def test_module_level_imports_form_no_cycle():
         if name not in state:
             visit(name, [name])
     assert cycles == []
+
+
+def test_imports_for_annotations_only_count_toward_a_cycle(tmp_path):
+    path = tmp_path / "annotated.py"
+    path.write_text(
+        "import typing\n"
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n"
+        "    from qrsup.supervisor.board import Board\n"
+        "if typing.TYPE_CHECKING:\n"
+        "    import qrsup.supervisor.fleet\n"
+        "def f():\n"
+        "    from qrsup.supervisor.app import SupervisorApp\n"
+    )
+    imported = _imports(path, module_level_only=True)
+    assert {"qrsup.supervisor.board", "qrsup.supervisor.fleet"} <= imported
+    assert "qrsup.supervisor.app" not in imported
 
 
 def test_agents_md_quotes_the_schema_vocabularies():

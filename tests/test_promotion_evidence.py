@@ -142,7 +142,7 @@ async def test_the_tui_shows_the_evidence_and_asks_again_when_the_revalidation_i
 ):
     paths, seed_sha = promotable_session(tmp_path)
     app = SupervisorApp(Fleet(paths))
-    app.main.sampler = FrozenSampler(app.main.post_message)
+    app.main.sampler = FrozenSampler(app.main.post_fact)
     async with app.run_test(size=(110, 40)) as pilot:
         board = app.main.query_one(Leaderboard)
         await until(pilot, lambda: board.row_count == 2, 10, "the board")

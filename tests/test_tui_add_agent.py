@@ -43,7 +43,7 @@ def frozen_app(tmp_path, toml: str = "") -> SupervisorApp:
     if toml:
         (paths.root.parents[1] / "qrsup.toml").write_text(toml)
     app = SupervisorApp(Fleet(paths))
-    app.main.sampler = FrozenSampler(app.main.post_message)
+    app.main.sampler = FrozenSampler(app.main.post_fact)
     return app
 
 

@@ -1,5 +1,6 @@
 """The agent list shows quota waits, stalls and spend (per agent, and the session's under the
-table); steering goes to every agent at once; a budget pause is answered with a new budget."""
+table); steering goes to every agent at once; a budget pause is answered with a new budget; a
+death nobody has recorded yet is handed to the app, which records it."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 from qrsup.agents import inbox
 from qrsup.agents.spend import CostBudget, Spend
 from qrsup.supervisor.app import SupervisorApp
-from qrsup.supervisor.fleet import Fleet
+from qrsup.supervisor.fleet import UNRECORDED, Fleet
 from qrsup.supervisor.widgets.agent_list import AgentList
 from qrsup.supervisor.widgets.text_prompt import TextPrompt
 from textual.widgets import Input
@@ -48,7 +49,7 @@ class Sampler:
 
 def app_with(tmp_path, **changes: dict) -> SupervisorApp:
     app = SupervisorApp(Fleet(frozen_session(tmp_path)))
-    app.main.sampler = Sampler(app.main.post_message, **changes)
+    app.main.sampler = Sampler(app.main.post_fact, **changes)
     return app
 
 
@@ -105,3 +106,11 @@ async def test_pausing_key_on_an_agent_paused_at_its_budget_asks_for_a_new_one(t
         await until(pilot, lambda: inbox.pending(paths.inbox("a2")), 10, "the budget message")
     ((_, message),) = inbox.pending(paths.inbox("a2"))
     assert (message.kind, message.text) == ("budget", "$5")
+
+
+async def test_a_death_nobody_recorded_yet_is_handed_to_the_app_to_record(tmp_path):
+    app = app_with(tmp_path, a3={"state": "died", "detail": UNRECORDED, "alive": False})
+    recorded: list[bool] = []
+    app.fleet.notice_deaths = lambda: recorded.append(True)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(pilot, lambda: recorded, 5, "the death recorded")

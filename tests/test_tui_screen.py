@@ -34,7 +34,7 @@ def anyio_backend() -> str:
 def frozen_app(tmp_path):
     paths = frozen_session(tmp_path)
     app = SupervisorApp(Fleet(paths))
-    app.main.sampler = FrozenSampler(app.main.post_message)
+    app.main.sampler = FrozenSampler(app.main.post_fact)
     return app
 
 
@@ -98,7 +98,7 @@ async def test_help_lists_every_key_and_closes(frozen_app):
         await pilot.press("question_mark")
         assert isinstance(frozen_app.screen, HelpScreen)
         listed = {key for key, _ in frozen_app.screen.keys}
-        assert {"s", "g", "a", "b", "p", "k", "r", "n", "P", "q", "?", "1-9", "t"} <= listed
+        assert {"s", "g", "a", "b", "p", "k", "r", "n", "P", "e", "q", "?", "1-9", "t"} <= listed
         await pilot.press("escape")
         assert frozen_app.screen is frozen_app.main
 
@@ -108,7 +108,7 @@ async def test_command_palette_runs_the_same_actions_as_the_keys(frozen_app):
         await loaded(pilot)
         titles = {c.title for c in frozen_app.get_system_commands(frozen_app.main)}
         assert {"Steer", "Goal", "Advise", "Ask", "Pause", "Kill", "Restart", "Add"} <= titles
-        assert {"Promote", "Quit", "Help"} <= titles
+        assert {"Promote", "Export", "Quit", "Help"} <= titles
         await pilot.press("ctrl+p")
         await type_text(pilot, "Steer")
         matches = lambda: frozen_app.screen.query_one(CommandList).option_count  # noqa: E731
@@ -183,6 +183,23 @@ async def test_promote_is_offered_only_on_a_passing_row(frozen_app):
         assert frozen_app.screen is frozen_app.main
 
 
+async def test_export_writes_the_selected_row_into_the_workspace_and_says_where(frozen_app):
+    workspace = frozen_app.fleet.session.workspace
+    async with frozen_app.run_test(size=(100, 30)) as pilot:
+        await loaded(pilot)
+        board = frozen_app.main.query_one(Leaderboard)
+        board.move_cursor(row=board.get_row_index("c-3c4d5e6f7a"))  # failed: nothing to export
+        await pilot.pause()
+        assert frozen_app.check_action("export", ()) is None
+        board.move_cursor(row=board.get_row_index("c-2b3c4d5e6f"))
+        await pilot.press("e")
+        written = workspace / "submission-c-2b3c4d5e6f.py"
+        await until(pilot, lambda: any(str(written) in n for n in notices(frozen_app)), 10,
+                    "the export's notice")  # fmt: skip
+    assert "def custom_kernel" in written.read_text()
+    assert "PANEL = 32" in written.read_text()  # c-2b3c4d5e6f's own source (tui_sessions)
+
+
 async def test_add_agent_refuses_a_taken_name_and_cancel_adds_nothing(frozen_app):
     paths = frozen_app.fleet.paths
     async with frozen_app.run_test(size=(100, 30)) as pilot:
@@ -238,6 +255,29 @@ async def test_log_lines_written_behind_a_dialog_are_there_when_it_closes(frozen
         log = frozen_app.main.query_one(LogTail)
         await until(pilot, lambda: log.lines[-1] == "burst 499", 10, "the burst")
         assert isinstance(frozen_app.screen, HelpScreen)
+
+
+async def test_a_long_log_line_shows_whole_and_w_gives_one_row_per_line_to_scroll_across(
+    frozen_app,
+):
+    long_line = "reason: the quick stage passed but was not close enough " + "x" * 90 + " END"
+    async with frozen_app.run_test(size=(100, 30)) as pilot:
+        await loaded(pilot)
+        log = frozen_app.main.query_one(LogTail)
+        with frozen_app.fleet.paths.agent_log("a1").open("a") as handle:
+            handle.write(long_line + "\n")
+        await until(pilot, lambda: log.lines[-1] == long_line, 10, "the long line")
+        await pilot.pause()
+        height = lambda: log.scrollable_content_region.height  # noqa: E731
+        rows = lambda: [log.render_line(y).text for y in range(height())]  # noqa: E731
+        assert long_line in "".join(rows())  # wrapped: every part of it on screen
+        log.focus()
+        await pilot.press("w")
+        await until(pilot, lambda: log.virtual_size.width == len(long_line), 5, "no wrapping")
+        assert rows()[-1].rstrip() == long_line[: log.scrollable_content_region.width]
+        await pilot.press("end", "right", "right")
+        await until(pilot, lambda: log.scroll_x > 0, 5, "a scroll across")
+        assert rows()[-1].startswith(long_line[int(log.scroll_x) :][:10])
 
 
 @pytest.mark.parametrize("size", [(100, 30), (80, 24)])

@@ -24,7 +24,7 @@ def frozen_app(tmp_path, monkeypatch):
     time.tzset()
     paths = frozen_session(tmp_path)
     app = SupervisorApp(Fleet(paths))
-    app.main.sampler = FrozenSampler(app.main.post_message)
+    app.main.sampler = FrozenSampler(app.main.post_fact)
     yield app
     monkeypatch.undo()
     time.tzset()

@@ -211,20 +211,20 @@ def test_run_watcher_sends_the_followed_log_and_the_records_an_agent_beats_after
         assert board.board.incumbent_id == "c-incumbent"
         watcher.follow("a2")
         opened = _next(posted, LogRead, where=lambda m: m.fresh)
-        assert opened.agent == "a2" and opened.lines[-1].endswith("panel 232")
+        assert opened.agent == "a2" and opened.lines[-1].text.endswith("panel 232")
         with paths.agent_log("a1").open("a") as handle:
             handle.write("not followed\n")
         with paths.agent_log("a2").open("a") as handle:
             handle.write("followed 1\nfollowed 2\n")
         grown = _next(posted, LogRead)
         assert (grown.agent, grown.fresh) == ("a2", False)
-        assert grown.lines == ["followed 1", "followed 2"]
+        assert [line.text for line in grown.lines] == ["followed 1", "followed 2"]
         append_event(paths.events("a3"), {"event": "goal_met", "goal": "g", "candidate_id": "c"})
         write_beat(paths.heartbeat("a3"), Beat(0, "goal met", 3, time.time()))  # as agents do
         assert _next(posted, GoalMet).agent == "a3"
         append_event(paths.events("a1"), {"event": "advisor", "source": "playbook", "ideas": ["i"]})
         write_beat(paths.heartbeat("a1"), Beat(0, "idle", 3, time.time()))
-        assert _next(posted, AdvisorIdeas).ideas == ["i"]
+        assert _next(posted, AdvisorIdeas).ideas == ("i",)
         row = Candidate("c-fast", "hash-fast", "y = 2\n", "c-incumbent", "a1", "exploit",
                            "blocked_wy", "fast", None, T0 + 999)  # fmt: skip
         add_full_pass(paths, row, 7, 10.0, "beam exploit")

@@ -2,6 +2,8 @@
 
 The kernel reads them from `configs.toml` beside this file, or from the file named by
 `QRSUP_FAST_CONFIGS` (or passed explicitly), so a tuner can search the space without editing code.
+The shipped file is package data, read through importlib.resources, so an exported submission
+(`qrsup export`) that carries the package in memory carries its configs too.
 """
 
 from __future__ import annotations
@@ -9,10 +11,12 @@ from __future__ import annotations
 import os
 import tomllib
 from dataclasses import dataclass, fields
+from importlib.resources import files
+from importlib.resources.abc import Traversable
 from pathlib import Path
 
 CONFIGS_ENV = "QRSUP_FAST_CONFIGS"
-DEFAULT_CONFIGS = Path(__file__).with_name("configs.toml")
+DEFAULT_CONFIGS: Traversable = files(__package__) / "configs.toml"  # a Path when installed
 
 
 class ConfigError(ValueError):
@@ -102,14 +106,15 @@ class Config:
         raise ConfigError(f"{self.source}: no shape class holds batch={batch}, n={n}")
 
 
-def load_config(path: str | Path | None = None) -> Config:
+def load_config(path: str | Path | Traversable | None = None) -> Config:
     """Read and validate a configs file: `path`, else $QRSUP_FAST_CONFIGS, else the shipped one."""
-    chosen = Path(path or os.environ.get(CONFIGS_ENV) or DEFAULT_CONFIGS)
+    chosen = path or os.environ.get(CONFIGS_ENV) or DEFAULT_CONFIGS
+    chosen = Path(chosen) if isinstance(chosen, str) else chosen
     try:
-        raw = tomllib.loads(chosen.read_text())
+        raw = tomllib.loads(chosen.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as error:
         raise ConfigError(f"cannot read configs file {chosen}: {error}") from error
-    return parse_config(raw, chosen)
+    return parse_config(raw, Path(str(chosen)))
 
 
 def parse_config(raw: dict[str, object], source: Path) -> Config:

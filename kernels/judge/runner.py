@@ -42,7 +42,7 @@ from qrsup.kernels.judge.protocol import (
 )
 from qrsup.kernels.judge.report import JudgeReport
 from qrsup.kernels.judge.sandbox import IsolationSettings
-from qrsup.kernels.judge.static_checks import check_candidate_file
+from qrsup.kernels.judge.static_checks import CONTEST_FORBIDDEN_WORDS, check_candidate_file
 from qrsup.kernels.schema import Progress, ProgressUpdate
 from qrsup.kernels.suites import Spec, Suite
 from qrsup.kernels.timing import STOPPING_RULES, inputs_per_repetition
@@ -86,7 +86,7 @@ class JudgeConfig:
     rule: str = "contest"
     recheck: str = "sampled"  # or "all"
     memory_limit_bytes: int = 16 * 2**30
-    forbidden_words: tuple[str, ...] = ("stream",)
+    forbidden_words: tuple[str, ...] = CONTEST_FORBIDDEN_WORDS
     timeouts: Timeouts = field(default_factory=Timeouts)
     device_turns: Path | None = None  # default: the GPU's turn file (device_turns.py)
     isolation: IsolationSettings = field(default_factory=IsolationSettings)

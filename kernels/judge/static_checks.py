@@ -6,6 +6,9 @@ import ast
 from dataclasses import dataclass
 from pathlib import Path
 
+CONTEST_FORBIDDEN_WORDS = ("stream",)
+"""The contest rejects a file holding any of these, in any case, comments included."""
+
 
 @dataclass(frozen=True)
 class StaticCheck:
@@ -28,22 +31,36 @@ def check_candidate_file(path: Path, forbidden_words: tuple[str, ...]) -> Static
         return StaticCheck(False, f"{path} is not Python: not UTF-8 text")
     except OSError as exc:
         return StaticCheck(False, f"cannot read {path}: {exc.strerror}")
+    return check_candidate_source(source, str(path), forbidden_words)
+
+
+def check_candidate_source(
+    source: str, where: str, forbidden_words: tuple[str, ...]
+) -> StaticCheck:
+    """The source parses, defines `custom_kernel` and avoids banned words (`where` names it)."""
     try:
-        tree = ast.parse(source, filename=str(path))
+        tree = ast.parse(source, filename=where)
     except SyntaxError as exc:
-        return StaticCheck(False, f"{path} is not Python: {exc.msg} (line {exc.lineno})")
+        return StaticCheck(False, f"{where} is not Python: {exc.msg} (line {exc.lineno})")
     if not _defines_custom_kernel(tree):
-        return StaticCheck(False, f"{path} does not define custom_kernel(A) at module level")
-    lowered = source.lower()
+        return StaticCheck(False, f"{where} does not define custom_kernel(A) at module level")
+    word, line = find_forbidden_word(source, forbidden_words)
+    if word:
+        return StaticCheck(
+            False,
+            f"{where} contains the forbidden word '{word}' (line {line}); "
+            "the contest rejects such files",
+        )
+    return StaticCheck(True, "", source)
+
+
+def find_forbidden_word(text: str, forbidden_words: tuple[str, ...]) -> tuple[str, int]:
+    """The first banned word `text` holds, in any case, and its line; ("", 0) when none."""
+    lowered = text.lower()
     for word in forbidden_words:
         if word.lower() in lowered:
-            line = 1 + lowered[: lowered.index(word.lower())].count("\n")
-            return StaticCheck(
-                False,
-                f"{path} contains the forbidden word '{word}' (line {line}); "
-                "the contest rejects such files",
-            )
-    return StaticCheck(True, "", source)
+            return word, 1 + lowered[: lowered.index(word.lower())].count("\n")
+    return "", 0
 
 
 def _defines_custom_kernel(tree: ast.Module) -> bool:

@@ -28,7 +28,7 @@ class TraceError(ValueError):
 
 @dataclass(frozen=True)
 class Span:
-    """One complete trace event: what ran, on which thread or stream, and when (microseconds)."""
+    """One complete trace event: what ran, on which thread or GPU queue, and when (microseconds)."""
 
     category: str
     name: str

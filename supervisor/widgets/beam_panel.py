@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from qrsup.supervisor.board import Board
 from qrsup.supervisor.widgets.format import ms
+from qrsup.supervisor.widgets.stats_panel import set_height
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -34,8 +35,8 @@ class BeamPanel(Vertical):
     def show(self, board: Board) -> None:
         text = beam_text(board)
         lines = self.query_one("#beam-text", Static)
-        lines.styles.height = len(text.split())  # set, not auto: auto kept a stale height
-        lines.update(text)
+        set_height(lines, len(text.split()))
+        lines.update(text, layout=False)
         series = board.best_over_time()
         self.query_one(Sparkline).data = [series[0] / value for value in series]  # taller: faster
         best = board.best()

@@ -1,21 +1,28 @@
 """The main screen: every panel, fed by the watchers; it renders what the records say.
 
-The screen owns the two watcher threads of its session and handles what they post: statuses and
+The screen owns the two watcher threads of its session and draws what they post: statuses and
 loads to the agent list, the board to the leaderboard and beam, the followed agent's log and
-profile, and a notification for each fact a person should not miss.
+profile, and a notification for each fact a person should not miss. The threads post plain facts
+to a mailbox that wakes the screen once; the screen drains it whole, so a burst of facts that
+arrived while it was drawing costs one drawing of each panel.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
 from qrsup.agents.session import RunPaths
 from qrsup.supervisor.board import LeaderEntry
 from qrsup.supervisor.fleet import UNRECORDED, AgentStatus
+from qrsup.supervisor.mailbox import Mailbox
 from qrsup.supervisor.messages import (
     AdvisorIdeas,
     AgentCrashed,
     AgentsSampled,
     BoardRead,
-    DeathsUnrecorded,
+    Fact,
     GoalMet,
     LogRead,
     NewBest,
@@ -33,6 +40,7 @@ from qrsup.supervisor.widgets.stats_panel import StatsPanel
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
+from textual.message import Message
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer
@@ -45,6 +53,16 @@ class MainScreen(Screen):
 
     selected_agent: reactive[str | None] = reactive(None)
 
+    class FactsArrived(Message, bubble=False):
+        """The mailbox holds facts to draw (posted once until the screen drains it)."""
+
+    @dataclass
+    class DeathsUnrecorded(Message):
+        """Agents whose process ended while working, and nobody has recorded it yet: the app,
+        which started them and knows how they ended, records it."""
+
+        agents: tuple[str, ...]
+
     def __init__(
         self, paths: RunPaths, spec_labels: tuple[str, ...], title: str, sample_interval_s: float
     ) -> None:
@@ -52,8 +70,23 @@ class MainScreen(Screen):
         self.title_text = title
         self.statuses: dict[str, AgentStatus] = {}
         self._keys_for: tuple[object, ...] = ()
-        self.sampler = FleetSampler(paths, self.post_message, sample_interval_s)
-        self.watcher = RunWatcher(paths, self.post_message, spec_labels, self.sampler.poke)
+        self.mailbox = Mailbox(lambda: self.post_message(self.FactsArrived()))
+        self.sampler = FleetSampler(paths, self.post_fact, sample_interval_s)
+        self.watcher = RunWatcher(paths, self.post_fact, spec_labels, self.sampler.poke)
+        self._draw: dict[type, Callable[[Any], None]] = {
+            AgentsSampled: self._show_agents,
+            BoardRead: self._show_board,
+            LogRead: self._show_log,
+            ProfileRead: self._show_profile,
+            NewBest: self._notify_new_best,
+            AgentCrashed: self._notify_crash,
+            GoalMet: self._notify_goal_met,
+            AdvisorIdeas: self._notify_ideas,
+        }
+
+    def post_fact(self, fact: Fact) -> None:
+        """From any thread: queue a fact for the screen."""
+        self.mailbox.put(fact)
 
     def compose(self) -> ComposeResult:
         yield AgentList(id="agents")
@@ -95,48 +128,51 @@ class MainScreen(Screen):
         self._show_goal()
         self._refresh_keys()
 
-    def on_agents_sampled(self, message: AgentsSampled) -> None:
-        self.statuses = {status.name: status for status in message.statuses}
-        unrecorded = tuple(s.name for s in message.statuses if s.state == "died" and not s.alive)
+    def on_main_screen_facts_arrived(self, _: FactsArrived) -> None:
+        for fact in self.mailbox.drain():
+            self._draw[type(fact)](fact)
+
+    def _show_agents(self, fact: AgentsSampled) -> None:
+        self.statuses = {status.name: status for status in fact.statuses}
+        unrecorded = tuple(s.name for s in fact.statuses if s.state == "died" and not s.alive)
         if unrecorded and any(self.statuses[n].detail == UNRECORDED for n in unrecorded):
-            self.post_message(DeathsUnrecorded(unrecorded))
-        self.query_one(AgentList).show(message.statuses)
-        stats = self.query_one(StatsPanel)
-        stats.show(message.gpus, message.loads, message.leases, message.cluster)
-        if self.selected_agent is None and message.statuses:
-            self.selected_agent = message.statuses[0].name
+            self.post_message(self.DeathsUnrecorded(unrecorded))
+        self.query_one(AgentList).show(fact.statuses)
+        self.query_one(StatsPanel).show(fact.gpus, fact.loads, fact.leases, fact.cluster)
+        if self.selected_agent is None and fact.statuses:
+            self.selected_agent = fact.statuses[0].name
         self._show_goal()
         self._refresh_keys()
 
-    def on_board_read(self, message: BoardRead) -> None:
-        self.query_one(Leaderboard).show(message.board)
-        self.query_one(BeamPanel).show(message.board)
+    def _show_board(self, fact: BoardRead) -> None:
+        self.query_one(Leaderboard).show(fact.board)
+        self.query_one(BeamPanel).show(fact.board)
         self._refresh_keys()
 
-    def on_log_read(self, message: LogRead) -> None:
-        self.query_one(LogTail).add(message.agent, message.lines, message.fresh)
+    def _show_log(self, fact: LogRead) -> None:
+        self.query_one(LogTail).add(fact.agent, fact.lines, fact.fresh)
 
-    def on_profile_read(self, message: ProfileRead) -> None:
-        if message.agent == self.selected_agent:
-            self.query_one(ProfilePanel).show(message.agent, message.text)
+    def _show_profile(self, fact: ProfileRead) -> None:
+        if fact.agent == self.selected_agent:
+            self.query_one(ProfilePanel).show(fact.agent, fact.text)
 
-    def on_new_best(self, message: NewBest) -> None:
-        entry, before = message.entry, message.previous_ns
+    def _notify_new_best(self, fact: NewBest) -> None:
+        entry, before = fact.entry, fact.previous_ns
         was = f" (was {ms(before)} ms)" if before else ""
         text = f"{entry.id} by {entry.agent}: {ms(entry.geomean_ns)} ms{was}"
         self.notify(text, title="new best", timeout=NOTIFY_S, markup=False)
 
-    def on_agent_crashed(self, message: AgentCrashed) -> None:
-        text = message.detail or "see its log"
-        self.notify(text, title=f"{message.agent} crashed", severity="error", markup=False)
+    def _notify_crash(self, fact: AgentCrashed) -> None:
+        text = fact.detail or "see its log"
+        self.notify(text, title=f"{fact.agent} crashed", severity="error", markup=False)
 
-    def on_goal_met(self, message: GoalMet) -> None:
-        text = f"{message.goal} by {message.candidate_id}; it idles until steered"
-        self.notify(text, title=f"{message.agent}: goal met", markup=False)
+    def _notify_goal_met(self, fact: GoalMet) -> None:
+        text = f"{fact.goal} by {fact.candidate_id}; it idles until steered"
+        self.notify(text, title=f"{fact.agent}: goal met", markup=False)
 
-    def on_advisor_ideas(self, message: AdvisorIdeas) -> None:
-        text = "\n".join(idea[:200] for idea in message.ideas)
-        title = f"advisor ({message.source}) → {message.agent}"
+    def _notify_ideas(self, fact: AdvisorIdeas) -> None:
+        text = "\n".join(idea[:200] for idea in fact.ideas)
+        title = f"advisor ({fact.source}) → {fact.agent}"
         self.notify(text, title=title, timeout=NOTIFY_S, markup=False)
 
     @on(AgentList.AgentHighlighted)

@@ -17,8 +17,10 @@ class ProfilePanel(Static):
 
     def show(self, agent: str, text: str | None) -> None:
         self.border_title = f"profile · {agent}"
+        # The panel's height is fixed: no need to lay the screen out again (layout=False).
         if text is None:
-            self.update(Text("no profile yet (the agent writes work/profiles/latest.txt)"))
+            note = Text("no profile yet (the agent writes work/profiles/latest.txt)")
+            self.update(note, layout=False)
             return
         lines = text.splitlines()[:MAX_LINES]
-        self.update(Text("\n".join(lines) or "(empty profile)"))
+        self.update(Text("\n".join(lines) or "(empty profile)"), layout=False)

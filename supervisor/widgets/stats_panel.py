@@ -57,6 +57,13 @@ def gpu_holders(leased: Sequence[str], using: Sequence[str]) -> str:
     return f"leased to {', '.join(leased) or 'nobody'}, used by {', '.join(using)}"
 
 
+def set_height(widget: Static, lines: int) -> None:
+    """Set, not auto (auto kept a stale height), and only on a change: that lays the screen out
+    again, so content of the same height updates with `layout=False`."""
+    if widget.styles.height is None or widget.styles.height.value != lines:
+        widget.styles.height = lines
+
+
 class StatsPanel(Static):
     """Refreshed by each fleet sample, every few seconds."""
 
@@ -73,7 +80,7 @@ class StatsPanel(Static):
         cluster: ClusterView | None = None,
     ) -> None:
         text = stats_text(gpus, loads, leases, cluster)
-        if text != self.shown:  # an update lays the screen out again
+        if text != self.shown:
             self.shown = text
-            self.styles.height = len(text.split())  # set, not auto: auto kept a stale height
-            self.update(text)
+            set_height(self, len(text.split()))
+            self.update(text, layout=False)
