@@ -288,6 +288,16 @@ class Store:
             rows = self._db.execute(query, (candidate_id,))
         return [_evaluation(r) for r in rows]
 
+    def quick_geomean(self, candidate_id: str) -> float | None:
+        """The candidate's best passing quick-stage geomean: what a candidate that never earned
+        the full stage is known by."""
+        row = self._db.execute(
+            "SELECT MIN(geomean_ns) AS ns FROM evaluations WHERE candidate_id = ? "
+            "AND stage = 'quick' AND verdict = 'pass'",
+            (candidate_id,),
+        ).fetchone()
+        return row["ns"]
+
     def evaluations_since(self, agent: str, evaluation_id: int) -> int:
         """How many evaluations the agent stored after the one with this id."""
         row = self._db.execute(

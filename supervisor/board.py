@@ -27,6 +27,7 @@ class LeaderEntry:
     geomean_ns: float | None
     spec_means_ns: dict[int, float]
     created_at: float
+    quick_geomean_ns: float | None = None  # shown, marked quick, while no full figure exists
 
 
 @dataclass(frozen=True)
@@ -130,10 +131,13 @@ class BoardReader:
     def _load(self, store: Store, candidate_id: str, outcome: str, decision: str) -> None:
         row = store.candidate(candidate_id)
         if row is not None:
-            self._entries[candidate_id] = _entry(row, outcome, decision)
+            quick = store.quick_geomean(candidate_id) if row.geomean_ns is None else None
+            self._entries[candidate_id] = _entry(row, outcome, decision, quick)
 
 
-def _entry(row: Candidate, outcome: str, decision: str) -> LeaderEntry:
+def _entry(
+    row: Candidate, outcome: str, decision: str, quick_geomean_ns: float | None = None
+) -> LeaderEntry:
     """The iteration's outcome overrides a passing full stage it later failed (its re-timing)."""
     failed_later = row.verdict == "pass" and outcome not in ("", "pass")
     return LeaderEntry(
@@ -148,6 +152,7 @@ def _entry(row: Candidate, outcome: str, decision: str) -> LeaderEntry:
         geomean_ns=row.geomean_ns,
         spec_means_ns=dict(row.spec_means_ns or {}),
         created_at=row.created_at,
+        quick_geomean_ns=quick_geomean_ns,
     )
 
 

@@ -108,7 +108,7 @@ def _inject(kills: int, tmp_path: Path, seed: int) -> int:
     try:
         for _ in range(kills):
             name = rng.choice([s.name for s in AGENTS])
-            time.sleep(rng.uniform(0.2, 2.0))
+            time.sleep(rng.uniform(0.1, 1.2))
             pid = fleet.pid(name)
             assert pid is not None, f"{name} is not running"
             judges = _judges_of(pid)

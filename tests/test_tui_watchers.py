@@ -13,7 +13,7 @@ import pytest
 from qrsup.agents.heartbeat import Beat, write_beat
 from qrsup.agents.records import append_event
 from qrsup.agents.store import Store
-from qrsup.kernels.schema import Candidate
+from qrsup.kernels.schema import Candidate, Decision, Iteration, Verdict
 from qrsup.supervisor.board import BoardReader, read_diff
 from qrsup.supervisor.gpu_stats import GpuReport, GpuSample, GpuStats
 from qrsup.supervisor.leases import GpuLeases
@@ -28,6 +28,7 @@ from qrsup.supervisor.messages import (
 )
 from qrsup.supervisor.process_stats import ProcessStats, TreeLoad
 from qrsup.supervisor.watchers import FleetSampler, LogFollower, RunWatcher
+from qrsup.supervisor.widgets.leaderboard import geomean_cell, geomean_order
 from qrsup.supervisor.widgets.stats_panel import stats_text
 
 from tests.loop_helpers import wait_for
@@ -100,6 +101,32 @@ def test_board_shows_a_candidate_that_failed_its_re_timing_as_failed(tmp_path):
     entry = next(e for e in board.entries if e.id == "c-lucky")
     assert (entry.verdict, entry.decision) == ("fail", "rejected")
     assert board.best() is not None and board.best().id != "c-lucky"
+
+
+def test_a_quick_only_candidate_shows_its_quick_figure_marked_quick_and_is_never_the_best(
+    tmp_path,
+):
+    paths = frozen_session(tmp_path)
+    row = Candidate("c-quick", "hash-quick", "x = 3\n", "c-incumbent", "a1", "exploit",
+                    "blocked_wy", "slower", None, T0 + 900)  # fmt: skip
+    with Store(paths.store) as store:
+        store.add_candidate(row)
+        for geomean_ns in (900.0, 700.0):  # the best quick figure is shown
+            report = {"verdict": "pass", "geomean_ns": geomean_ns, "reason": ""}
+            store.add_evaluation(row.id, "a1", 9, "quick", report, {0: geomean_ns})
+        failed = {"verdict": "fail", "geomean_ns": 10.0, "reason": "integrity"}
+        store.add_evaluation(row.id, "a1", 9, "quick", failed, {0: 10.0})
+        store.record_iteration(Iteration("a1", 9, Verdict.PASS, Decision.NOT_PROMISING, row.id))
+    reader = BoardReader(paths.store, ("a", "b"))
+    board = reader.read()
+    reader.close()
+    entry = next(e for e in board.entries if e.id == "c-quick")
+    assert (entry.geomean_ns, entry.quick_geomean_ns) == (None, 700.0)
+    assert geomean_cell(entry).plain == "0.0007 q"
+    assert board.best() is not None and board.best().id != "c-quick"
+    full = next(e for e in board.entries if e.geomean_ns is not None)
+    assert geomean_cell(full).plain.endswith("q") is False
+    assert geomean_order(full) < geomean_order(entry)
 
 
 def test_read_diff_shows_the_change_against_the_parent(tmp_path):

@@ -17,7 +17,7 @@ from textual.widgets import DataTable
 SortValue = Callable[[LeaderEntry], object]
 FIXED: dict[str, tuple[str, SortValue]] = {
     "id": ("candidate", lambda e: e.id),
-    "geomean": ("geomean ms", lambda e: e.geomean_ns),
+    "geomean": ("geomean ms", lambda e: geomean_order(e)),
     "verdict": ("verdict", lambda e: e.verdict),
     "agent": ("agent", lambda e: e.agent),
     "role": ("role", lambda e: e.role),
@@ -135,7 +135,7 @@ class Leaderboard(DataTable):
     def _cells(self, entry: LeaderEntry) -> list[object]:
         return [
             Text(entry.id),
-            ms(entry.geomean_ns),
+            geomean_cell(entry),
             styled(entry.verdict, VERDICT_STYLES),
             Text(entry.agent),
             Text(entry.role),
@@ -143,6 +143,21 @@ class Leaderboard(DataTable):
             _made(entry.created_at),
             *(ms(entry.spec_means_ns.get(i)) for i in self._spec_columns.values()),
         ]
+
+
+def geomean_order(entry: LeaderEntry) -> tuple[int, float] | None:
+    """Full-suite figures first, then quick-only ones, then candidates with neither."""
+    if entry.geomean_ns is not None:
+        return (0, entry.geomean_ns)
+    return None if entry.quick_geomean_ns is None else (1, entry.quick_geomean_ns)
+
+
+def geomean_cell(entry: LeaderEntry) -> Text:
+    """The full-suite geomean; without one, the quick stage's, dimmed and marked `q`, since it
+    was timed under another rule and on fewer specs."""
+    if entry.geomean_ns is None and entry.quick_geomean_ns is not None:
+        return Text(f"{ms(entry.quick_geomean_ns)} q", style="dim")
+    return Text(ms(entry.geomean_ns))
 
 
 def _made(created_at: float) -> str:
