@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 
 import psutil
-from ray.cluster_utils import Cluster
 
 WORKER_NODES = 2
 NODE_ARGS = {"num_cpus": 1, "object_store_memory": 80 * 2**20}
@@ -33,6 +32,8 @@ class RayTestCluster:
     """A running cluster: its address, its worker nodes, and removing or restoring them."""
 
     def __init__(self) -> None:
+        from ray.cluster_utils import Cluster  # here: the process helpers below need no Ray
+
         self.cluster = Cluster(
             initialize_head=True,
             head_node_args={"num_cpus": 0, "object_store_memory": 80 * 2**20},

@@ -8,6 +8,9 @@ from pathlib import Path
 import pytest
 import torch
 
+# Triton picks its CPU interpreter when a kernel is decorated, so it is on while the kernels
+# import, then off again: the agents and judges that other tests start must not inherit it (the
+# shipped kernel in the interpreter turns a seconds-long judge run into minutes).
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
@@ -24,8 +27,17 @@ from qrsup.kernels.fast.update import qr_update_kernel
 from qrsup.kernels.generators import generate_input
 from qrsup.kernels.suites import Spec
 
+INTERPRET_HERE = os.environ.pop("TRITON_INTERPRET", "") == "1" and not torch.cuda.is_available()
+
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 CASES = ("dense", "upper", "rankdef", "nearrank", "clustered", "band", "nearcollinear", "rowscale")
+
+
+@pytest.fixture(autouse=True)
+def interpreter(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fast kernel takes CPU tensors only while the interpreter is on."""
+    if INTERPRET_HERE:
+        monkeypatch.setenv("TRITON_INTERPRET", "1")
 
 
 @pytest.fixture
