@@ -132,6 +132,7 @@ def test_killing_an_agent_mid_run_ends_its_judge_on_the_worker_node(ray_cluster,
 
 
 def test_an_agent_without_its_cluster_waits_and_says_so_once(tmp_path):
+    pytest.importorskip("ray")
     paths = ray_session(tmp_path, (AgentSpec("a1"),), "127.0.0.1:9")
     fleet = Fleet(paths)
     fleet.start("a1")
