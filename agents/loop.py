@@ -19,6 +19,7 @@ from qrsup.agents import inbox
 from qrsup.agents.advisor import Advisor
 from qrsup.agents.decision import Decider
 from qrsup.agents.evaluation import Evaluator, StageResult, geomean_over
+from qrsup.agents.fault_points import fault_point
 from qrsup.agents.git_workspace import WorkspaceError
 from qrsup.agents.goals import parse_goal
 from qrsup.agents.guidance import Guidance
@@ -240,6 +241,7 @@ class ResearchAgent:
             + (f" ({detail})" if detail else "")
         )
         outcome = proposer.propose(context)
+        fault_point("proposing")
         if outcome.transcript:
             self.log.write(outcome.transcript)
         self.changes.spent(outcome.usage)
@@ -288,6 +290,7 @@ class ResearchAgent:
             record.candidate_id = candidate_id
             record.reason = f"another agent proposed the same source ({candidate_id}) first"
             return None
+        fault_point("branch")  # stored, not yet on the agent's branch
         self._commit_candidate(row)
         return row
 

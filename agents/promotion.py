@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from qrsup.agents.evaluation import Evaluator, StageResult
+from qrsup.agents.fault_points import fault_point
 from qrsup.agents.git_workspace import WorkspaceError, check_promotable, commit_incumbent, open_repo
 from qrsup.agents.records import append_atomically, format_ms, timestamp
 from qrsup.agents.session import RunPaths
@@ -94,6 +95,7 @@ def promote(
                 sha = commit_incumbent(repo, candidate.source, message)
         except WorkspaceError as exc:
             return PromotionResult(False, str(exc))
+        fault_point("promotion")  # committed, not yet stored
         geomean_ns = result.report.geomean_ns
         store.add_promotion(
             candidate_id,

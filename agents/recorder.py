@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from qrsup.agents.fault_points import fault_point
 from qrsup.agents.records import (
     AgentLog,
     append_atomically,
@@ -75,6 +76,7 @@ class Recorder:
     def record(self, draft: IterationDraft, goal: str) -> Iteration:
         record = draft.finish(self.agent, self.role, goal)
         self.store.record_iteration(record)
+        fault_point("recording")  # stored, not yet in events.jsonl or log.md
         event = record.to_event()
         self.event(event)
         if record.evaluated:

@@ -14,6 +14,7 @@ from qrsup.agents.records import append_event
 from qrsup.agents.session import AgentSpec, RunPaths
 from qrsup.agents.spaces import space_for
 from qrsup.agents.store import Store
+from qrsup.agents.tuner import source_hash
 from qrsup.kernels.schema import Candidate, Decision, Iteration, Verdict
 from qrsup.supervisor.app import SupervisorApp
 from qrsup.supervisor.cli import main
@@ -47,7 +48,7 @@ def report(verdict: str, geomean_ns: float, seed: int, stage: str) -> dict:
     }
 
 
-def promotable_session(tmp_path) -> tuple[RunPaths, str]:
+def promotable_session(tmp_path, candidate_id: str = "c-16panels") -> tuple[RunPaths, str]:
     """A git workspace whose incumbent and one candidate (16-column panels) are recorded."""
     paths = make_session(tmp_path, (AgentSpec("a1"),))
     space = space_for("blocked_wy", REPO_ROOT)
@@ -57,12 +58,12 @@ def promotable_session(tmp_path) -> tuple[RunPaths, str]:
     repo = git.Repo(paths.root.parents[1])
     sha = commit_incumbent(repo, source, "Seed the incumbent")
     store = Store(paths.store)
-    rows = [("c-incumbent", source, None, "workspace"), ("c-16panels", candidate, "c-inc", "a1")]
-    for index, (cid, text, parent, agent) in enumerate(rows):
+    rows = [("c-incumbent", source, None, "workspace"), (candidate_id, candidate, "c-inc", "a1")]
+    for cid, text, parent, agent in rows:
         store.add_candidate(
             Candidate(
                 cid,
-                f"h{index}",
+                source_hash(text),
                 text,
                 parent,
                 agent,
@@ -75,14 +76,14 @@ def promotable_session(tmp_path) -> tuple[RunPaths, str]:
         )
     for cid, agent, stage, geomean_ns, seed in (
         ("c-incumbent", "bootstrap", "full", INCUMBENT_NS, 7),
-        ("c-16panels", "a1", "quick", CANDIDATE_NS, 11),
-        ("c-16panels", "a1", "full", CANDIDATE_NS, 12),
+        (candidate_id, "a1", "quick", CANDIDATE_NS, 11),
+        (candidate_id, "a1", "full", CANDIDATE_NS, 12),
     ):
         means = {0: geomean_ns, 1: geomean_ns}
         store.add_evaluation(cid, agent, 1, stage, report("pass", geomean_ns, seed, stage), means)
     store.record_iteration(
         Iteration(
-            "a1", 1, Verdict.PASS, Decision.BEAM_EXPLOIT, "c-16panels",
+            "a1", 1, Verdict.PASS, Decision.BEAM_EXPLOIT, candidate_id,
             hypothesis="16-column panels", geomean_ns=CANDIDATE_NS,
         )
     )  # fmt: skip
