@@ -55,8 +55,8 @@ def promotable_session(tmp_path, candidate_id: str = "c-16panels") -> tuple[RunP
     source = space.render(space.default_point())
     candidate = source.replace("panel_width=32", "panel_width=16")
     assert candidate != source
-    repo = git.Repo(paths.root.parents[1])
-    sha = commit_incumbent(repo, source, "Seed the incumbent")
+    with git.Repo(paths.root.parents[1]) as repo:  # closed: its git helpers end with it
+        sha = commit_incumbent(repo, source, "Seed the incumbent")
     store = Store(paths.store)
     rows = [("c-incumbent", source, None, "workspace"), (candidate_id, candidate, "c-inc", "a1")]
     for cid, text, parent, agent in rows:
