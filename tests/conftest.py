@@ -52,17 +52,26 @@ def tiny_suite(tmp_path: Path) -> Path:
     return path
 
 
+LEFTOVER_GRACE_S = 5.0
+
+
 @pytest.fixture
 def no_leftover_processes() -> Iterator[None]:
     """Fail a test whose judge or profile leaves a process of its own behind."""
     before = {p.pid for p in psutil.Process().children(recursive=True)}
     yield
-    leftovers = [
-        p
-        for p in psutil.Process().children(recursive=True)
-        if p.pid not in before and p.status() != psutil.STATUS_ZOMBIE
-    ]
+    new = [p for p in psutil.Process().children(recursive=True) if p.pid not in before]
+    # A process SIGKILLed a moment ago may still be tearing down its memory: it gets 5 s to go.
+    _, alive = psutil.wait_procs(new, timeout=LEFTOVER_GRACE_S)
+    leftovers = [p for p in alive if _status(p) not in (psutil.STATUS_ZOMBIE, None)]
     assert leftovers == [], f"processes left behind: {leftovers}"
+
+
+def _status(process: psutil.Process) -> str | None:
+    try:
+        return process.status()
+    except psutil.NoSuchProcess:
+        return None
 
 
 @pytest.fixture(scope="session")
