@@ -20,7 +20,7 @@ from qrsup.agents.lifecycle import record_death
 from qrsup.agents.loop import ResearchAgent
 from qrsup.agents.proposal import Proposer
 from qrsup.agents.proposers import CommandConfig, CommandProposer, ModelConfig, OpenAIProposer
-from qrsup.agents.records import AgentLog, append_event
+from qrsup.agents.records import AgentLog, append_event, replace_atomically
 from qrsup.agents.session import AgentSpec, RunPaths, SessionConfig, load_session
 from qrsup.agents.settings import SettingsError, WorkspaceSettings, load_settings
 from qrsup.agents.spaces import space_for
@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     spec = session.agent(name)
     device = args[2] if len(args) > 2 else spec.device  # a leased GPU overrides "cuda"
     paths.ensure(name)
-    paths.pid_file(name).write_text(str(os.getpid()))
+    replace_atomically(paths.pid_file(name), str(os.getpid()))  # a reader never sees it empty
     store = Store(paths.store)
     executor = session_executor(paths, session, name, AgentLog(paths.agent_log(name)).write)
     try:

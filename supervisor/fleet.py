@@ -37,6 +37,7 @@ from qrsup.agents.lifecycle import (
     read_control,
     record_death,
 )
+from qrsup.agents.records import replace_atomically
 from qrsup.agents.session import AgentSpec, RunPaths, SessionConfig, load_session, save_session
 from qrsup.agents.spend import CostBudget, Spend
 from qrsup.agents.store import Store
@@ -150,6 +151,9 @@ class Fleet:
             return None
         if "qrsup.agents.agent_main" in cmdline and name in cmdline:
             return pid
+        child = self._children.get(name)  # started here, a moment ago: not yet exec'd
+        if child is not None and child.pid == pid and child.poll() is None:
+            return pid
         return None
 
     def is_running(self, name: str) -> bool:
@@ -184,7 +188,7 @@ class Fleet:
         )
         log.close()
         self._children[name] = process
-        self.paths.pid_file(name).write_text(str(process.pid))
+        replace_atomically(self.paths.pid_file(name), str(process.pid))
         # Alive from now on, as far as the records go: a death before the agent's own first
         # heartbeat is still noticed and recorded.
         last = read_beat(self.paths.heartbeat(name))

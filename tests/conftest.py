@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -64,6 +65,9 @@ def no_leftover_processes() -> Iterator[None]:
     # A process SIGKILLed a moment ago may still be tearing down its memory: it gets 5 s to go.
     _, alive = psutil.wait_procs(new, timeout=LEFTOVER_GRACE_S)
     leftovers = [p for p in alive if _status(p) not in (psutil.STATUS_ZOMBIE, None)]
+    for process in leftovers:  # ended here, so one leak fails one test, not every later one
+        with contextlib.suppress(psutil.Error):
+            process.kill()
     assert leftovers == [], f"processes left behind: {leftovers}"
 
 
