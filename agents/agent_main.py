@@ -26,6 +26,7 @@ from qrsup.agents.settings import SettingsError, WorkspaceSettings, load_setting
 from qrsup.agents.spaces import space_for
 from qrsup.agents.store import Store
 from qrsup.agents.tuner import Sample, TunerProposer
+from qrsup.kernels.executors.base import LOCAL, JudgeExecutor
 from qrsup.kernels.judge.triton_cache import shared
 from qrsup.kernels.schema import Actor, EventKind
 from qrsup.kernels.suites import get_suite
@@ -103,11 +104,13 @@ def main(argv: list[str] | None = None) -> int:
     paths.ensure(name)
     replace_atomically(paths.pid_file(name), str(os.getpid()))  # a reader never sees it empty
     store = Store(paths.store)
-    executor = session_executor(paths, session, name, AgentLog(paths.agent_log(name)).write)
+    executor: JudgeExecutor = LOCAL
     try:
+        settings = load_settings(session.workspace)
+        log = AgentLog(paths.agent_log(name)).write
+        executor = session_executor(paths, session, name, log, settings.warm_referees)
         # The tuner's candidates are qrsup's own code: they may share compiled kernels.
         cache = shared(paths.agent_dir(name) / "triton") if spec.proposer == "tuner" else None
-        settings = load_settings(session.workspace)
         evaluator = Evaluator.for_session(paths, session, device, cache, executor)
         proposer = build_proposer(spec, session, store)
         advisor = build_advisor(spec, session, paths)
@@ -138,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         _crash_hook(session, paths, name, last_line)
         return 1
     finally:
-        executor.close()  # a Ray driver kept between judge runs ends with the agent
+        executor.close()  # a Ray driver or a warm referee kept between runs ends with the agent
         store.close()
 
 

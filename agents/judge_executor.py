@@ -9,7 +9,7 @@ from collections.abc import Callable
 from functools import partial
 
 from qrsup.agents.session import RunPaths, SessionConfig
-from qrsup.kernels.executors.base import LOCAL, JudgeExecutor
+from qrsup.kernels.executors.base import LOCAL, JudgeExecutor, LocalExecutor
 from qrsup.kernels.executors.ray_executor import RayExecutor
 from qrsup.kernels.executors.ray_target import RayTarget, read_instance
 
@@ -19,10 +19,12 @@ def session_executor(
     session: SessionConfig,
     agent: str | None = None,
     note: Callable[[str], None] | None = None,
+    warm: bool = False,
 ) -> JudgeExecutor:
-    """The session's executor; an agent's Ray runs also keep its slot file and write to `note`."""
+    """The session's executor; an agent's Ray runs also keep its slot file and write to `note`,
+    and with `warm` its local runs start each referee ahead of its run."""
     if session.executor != "ray":
-        return LOCAL
+        return LocalExecutor(warm=True) if warm else LOCAL
     slot = paths.judge_slot(agent) if agent else None
     return RayExecutor(session_target(paths, session), note or _ignore, slot)
 

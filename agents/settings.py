@@ -36,6 +36,7 @@ user = "qrsup-judge"    # who the contestant runs as when the judge runs as root
 private_dir_mb = 2048   # the contestant's work directory, Triton's cache included
 tmp_mb = 512            # each of its /tmp and /dev/shm
 max_processes = 4096    # processes and threads; a fork bomb stops here
+warm = true             # an agent starts each run's referee ahead of it (false: on demand)
 ```
 """
 
@@ -56,7 +57,7 @@ SETTINGS_FILE = "qrsup.toml"
 MiB = 2**20
 BASE_URL_ENV = "OPENAI_BASE_URL"
 DEFAULT_GUIDANCE = "guidance.md"
-_JUDGE_KEYS = {"isolation", "user", "private_dir_mb", "tmp_mb", "max_processes"}
+_JUDGE_KEYS = {"isolation", "user", "private_dir_mb", "tmp_mb", "max_processes", "warm"}
 _TABLES = {"launch", "model", "commands", "hooks", "guidance", "judge"}
 
 
@@ -86,6 +87,8 @@ class WorkspaceSettings:
 
     judge: IsolationSettings = field(default_factory=IsolationSettings)
     """The judge's boundary."""
+    warm_referees: bool = True
+    """Agents start the referee of their next judge run ahead of it (`[judge] warm`)."""
     launch: LaunchDefaults = field(default_factory=LaunchDefaults)
     """A new session's defaults."""
     model: Mapping[str, object] = field(default_factory=dict)
@@ -113,8 +116,10 @@ def load_settings(workspace: Path, environ: Mapping[str, str] = os.environ) -> W
         model = checked_settings(_table(data, "model"))
         if environ.get(BASE_URL_ENV):
             model["base_url"] = environ[BASE_URL_ENV]
+        judge = _table(data, "judge")
         return WorkspaceSettings(
-            judge=_judge(_table(data, "judge")),
+            judge=_judge(judge),
+            warm_referees=_flag(judge, "judge", "warm", default=True),
             launch=_launch(_table(data, "launch")),
             model=model,
             commands=_commands(_table(data, "commands")),
@@ -137,6 +142,13 @@ def _only(table: Mapping[str, object], name: str, known: set[str]) -> None:
         raise ValueError(f"unknown [{name}] key(s): {', '.join(unknown)}")
 
 
+def _flag(table: Mapping[str, object], name: str, key: str, default: bool) -> bool:
+    value = table.get(key, default)
+    if not isinstance(value, bool):
+        raise ValueError(f"[{name}] {key} must be true or false, got {value!r}")
+    return value
+
+
 def _judge(table: Mapping[str, object]) -> IsolationSettings:
     _only(table, "judge", _JUDGE_KEYS)
     defaults = IsolationSettings()
@@ -146,7 +158,7 @@ def _judge(table: Mapping[str, object]) -> IsolationSettings:
         "private_dir_mb": defaults.private_dir_bytes // MiB,
         "tmp_mb": defaults.tmp_bytes // MiB,
         "max_processes": defaults.max_processes,
-        **table,
+        **{k: v for k, v in table.items() if k != "warm"},
     }
     try:
         return IsolationSettings(

@@ -1,11 +1,12 @@
 """Loop throughput: run N tuner agents for a fixed time on a suite and report what they did.
 
 Usage: python scripts/measure_loop.py --agents 2 --minutes 5 [--suite smoke] [--device cpu]
-[--executor local ray]
+[--executor local ray] [--warm on off]
 Prints evaluations (judge runs) per minute, iterations per minute, the share of judge wall time
 spent outside the candidate's timed calls (process start, calibration, checks, records), and the
 largest resident size of an agent process and of a Ray driver. With `ray` the session runs on its
-own local Ray instance, stopped afterwards.
+own local Ray instance, stopped afterwards. `--warm off` writes `[judge] warm = false` into the
+workspace's qrsup.toml, so each judge run starts its referee on demand.
 """
 
 from __future__ import annotations
@@ -27,11 +28,13 @@ from qrsup.supervisor.local_ray import LocalRay
 
 
 def measure(
-    agents: int, minutes: float, suite: str, device: str, executor: str = "local"
+    agents: int, minutes: float, suite: str, device: str, executor: str = "local", warm: bool = True
 ) -> dict[str, float]:
     with tempfile.TemporaryDirectory(prefix="qrsup-loop-") as scratch:
         workspace = Path(scratch) / "ws"
         init_repo(workspace).close()
+        if not warm:
+            (workspace / "qrsup.toml").write_text("[judge]\nwarm = false\n")
         specs = default_agents(agents, "tuner", "geomean < 1ns", None, device)
         config = SessionConfig(
             name="m", workspace=workspace, suite=suite, agents=specs, executor=executor
@@ -51,9 +54,11 @@ def measure(
         rows = store.evaluations()
         iterations = sum(len(store.iterations(n)) for n in fleet.names())
         wall = kernel = 0.0
+        warmed = 0
         for row in rows:
             report = row.report
             wall += report.get("phases_s", {}).get("wall", 0.0)
+            warmed += report.get("phases_s", {}).get("started_ahead", 0.0) > 0
             for spec in report.get("specs", []):
                 stats = spec.get("stats")
                 if stats:
@@ -67,10 +72,13 @@ def measure(
         "iterations": iterations,
         "iterations_per_minute": round(iterations / elapsed_min, 2),
         "judge_wall_s": round(wall, 1),
+        "judge_wall_per_evaluation_s": round(wall / len(rows), 2) if rows else None,
+        "warm_referee_runs": warmed,
         "timed_kernel_s": round(kernel, 1),
         "share_outside_candidate": round(1 - kernel / wall, 3) if wall else None,
         "load_average_1m": round(os.getloadavg()[0], 2),
         "executor": executor,
+        "warm": warm,
         **{f"peak_rss_mib_{kind}": round(peak / 2**20, 1) for kind, peak in peaks.items()},
     }
 
@@ -100,11 +108,15 @@ def main() -> None:
     parser.add_argument("--suite", default="smoke")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--executor", nargs="+", default=["local"], choices=("local", "ray"))
+    parser.add_argument("--warm", nargs="+", default=["on"], choices=("on", "off"))
     args = parser.parse_args()
     for count in args.agents:
         for executor in args.executor:
-            result = measure(count, args.minutes, args.suite, args.device, executor)
-            print(json.dumps(result), flush=True)
+            for warm in args.warm:
+                result = measure(
+                    count, args.minutes, args.suite, args.device, executor, warm == "on"
+                )
+                print(json.dumps(result), flush=True)
 
 
 if __name__ == "__main__":

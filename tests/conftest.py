@@ -101,10 +101,8 @@ def processes_whose_command_has(text: str) -> list[psutil.Process]:
     return found
 
 
-def judge(
-    path: Path, mode: str = "test", on_progress: Progress | None = None, **overrides: object
-) -> JudgeReport:
-    """Judge a file on the tiny suite on the CPU with the quick rule."""
+def tiny_config(mode: str = "test", **overrides: object) -> JudgeConfig:
+    """The tiny suite on the CPU with the quick rule."""
     settings: dict[str, object] = {
         "suite": TINY,
         "mode": mode,
@@ -114,7 +112,14 @@ def judge(
         "memory_limit_bytes": 3 * 2**30,
     }
     settings.update(overrides)
-    return evaluate(path, JudgeConfig(**settings), on_progress)  # type: ignore[arg-type]
+    return JudgeConfig(**settings)  # type: ignore[arg-type]
+
+
+def judge(
+    path: Path, mode: str = "test", on_progress: Progress | None = None, **overrides: object
+) -> JudgeReport:
+    """Judge a file on the tiny suite on the CPU with the quick rule."""
+    return evaluate(path, tiny_config(mode, **overrides), on_progress)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

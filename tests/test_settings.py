@@ -11,16 +11,19 @@ from tests.test_cli_judge import run_cli
 
 
 def test_no_file_gives_the_defaults(tmp_path):
-    assert load_settings(tmp_path).judge == IsolationSettings()
+    settings = load_settings(tmp_path)
+    assert settings.judge == IsolationSettings()
+    assert settings.warm_referees is True
 
 
 def test_judge_table_sets_the_boundary(tmp_path):
     (tmp_path / "qrsup.toml").write_text(
         '[judge]\nisolation = "required"\nuser = "someone"\nprivate_dir_mb = 64\n'
-        "tmp_mb = 16\nmax_processes = 100\n"
+        "tmp_mb = 16\nmax_processes = 100\nwarm = false\n"
     )
-    judge = load_settings(tmp_path).judge
-    assert judge == IsolationSettings("required", "someone", 64 * 2**20, 16 * 2**20, 100)
+    settings = load_settings(tmp_path)
+    assert settings.judge == IsolationSettings("required", "someone", 64 * 2**20, 16 * 2**20, 100)
+    assert settings.warm_referees is False
 
 
 @pytest.mark.parametrize(
@@ -31,6 +34,7 @@ def test_judge_table_sets_the_boundary(tmp_path):
         ("[judge]\nprivate_dir_mb = -1\n", "private_dir_bytes must be positive"),
         ('[judge]\nmax_processes = "many"\n', "invalid literal"),
         ("[judge]\nusr = 'x'\n", "unknown [judge] key(s): usr"),
+        ('[judge]\nwarm = "yes"\n', "[judge] warm must be true or false, got 'yes'"),
         ("judge = 3\n", "[judge] must be a table"),
     ],
 )

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import replace
 from pathlib import Path
 
+from qrsup.kernels.judge.referee_process import RefereeProcess
 from qrsup.kernels.judge.report import JudgeReport
 from qrsup.kernels.judge.runner import JudgeConfig, Progress, run_judge
 
@@ -40,7 +42,18 @@ class JudgeExecutor(ABC):
 
 
 class LocalExecutor(JudgeExecutor):
-    """Judge runs on this host, in a child process group of the caller."""
+    """Judge runs on this host, in a child process group of the caller.
+
+    With `warm`, the referee of the next run is started ahead of it, so its interpreters, torch
+    and the device are loaded by the time a candidate arrives: during this run on a GPU (whose
+    host's cores are idle while the device is timed), after it on the CPU (the timed device
+    itself). Each referee still judges exactly one candidate.
+    """
+
+    def __init__(self, warm: bool = False) -> None:
+        self.warm = warm
+        self._next: RefereeProcess | None = None
+        self._largest_file_bytes = 0
 
     def run_judge(
         self,
@@ -50,10 +63,30 @@ class LocalExecutor(JudgeExecutor):
         extra: dict | None = None,
         keep: dict[str, Path] | None = None,
     ) -> dict:
-        return run_judge(candidate, config, on_progress, extra, keep)
+        if not self.warm:
+            return run_judge(candidate, config, on_progress, extra, keep)
+        launch = config.contestant_launch()
+        # One boundary for every stage: the next referee may serve a larger export than this.
+        self._largest_file_bytes = max(self._largest_file_bytes, launch.max_file_bytes)
+        ahead = replace(launch, max_file_bytes=self._largest_file_bytes)
+        warm, self._next = self._next, None
+        if launch.device != "cpu":
+            self._next = RefereeProcess(ahead)
+        data = run_judge(candidate, config, on_progress, extra, keep, warm)
+        if self._next is None:
+            self._next = RefereeProcess(ahead)
+        return data
+
+    @property
+    def next_referee(self) -> RefereeProcess | None:
+        """The referee started for the next run, if one waits."""
+        return self._next
 
     def close(self) -> None:
-        """Nothing is kept between runs on this host."""
+        """End the referee started for a run that will not come."""
+        if self._next is not None:
+            self._next.close()
+            self._next = None
 
 
 LOCAL = LocalExecutor()

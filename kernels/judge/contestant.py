@@ -7,8 +7,10 @@ time the events did not account for. The checks made here (aliasing, input mutat
 structure) give clear messages to honest candidates; defeating them gains a cheater nothing.
 The `profile` command's trace is information for people and agents, never part of a verdict.
 
-Run as `python -m qrsup.kernels.judge.contestant CMD_FD REPLY_FD DEVICE EXPORT_FD TRACE_FD`, through
-`qrsup.kernels.judge.sandbox_main`.
+Run through `qrsup.kernels.judge.sandbox_main` as
+`python -m qrsup.kernels.judge.contestant CMD_FD REPLY_FD DEVICE EXPORT_FD TRACE_FD SOURCE_FD`.
+It starts with torch loaded and no candidate; `load` reads the one candidate it will ever run
+from SOURCE_FD, which the referee fills.
 """
 
 from __future__ import annotations
@@ -79,9 +81,11 @@ def _calibration_kernel(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 class Contestant:
     """Holds one repetition's inputs and outputs and answers the referee's commands."""
 
-    def __init__(self, device: torch.device, export_fd: int = -1, trace_fd: int = -1) -> None:
+    def __init__(
+        self, device: torch.device, export_fd: int = -1, trace_fd: int = -1, source_fd: int = -1
+    ) -> None:
         self.device = device
-        self.export_fd, self.trace_fd = export_fd, trace_fd
+        self.export_fd, self.trace_fd, self.source_fd = export_fd, trace_fd, source_fd
         self.clock = DeviceClock(device)
         self.kernel: Kernel | None = None
         self.originals: list[torch.Tensor] = []
@@ -97,7 +101,12 @@ class Contestant:
         return {"ok": True, "pid": os.getpid(), "device": str(self.device)}
 
     def load(self, message: dict) -> dict:
+        """Copy the candidate's source from SOURCE_FD to where the referee says, then import it."""
         path = Path(message["path"])
+        path.write_bytes(os.pread(self.source_fd, int(message["size"]), 0))
+        return self.import_candidate(path)
+
+    def import_candidate(self, path: Path) -> dict:
         spec = importlib.util.spec_from_file_location("submission", path)
         if spec is None or spec.loader is None:
             return {"ok": False, "kind": "error", "error": f"cannot import {path}"}
@@ -300,8 +309,8 @@ def _traceback() -> str:
 
 
 def main() -> None:
-    cmd_fd, reply_fd, device, export_fd, trace_fd = sys.argv[1:6]
-    contestant = Contestant(torch.device(device), int(export_fd), int(trace_fd))
+    cmd_fd, reply_fd, device, export_fd, trace_fd, source_fd = sys.argv[1:7]
+    contestant = Contestant(torch.device(device), int(export_fd), int(trace_fd), int(source_fd))
     serve(contestant, int(cmd_fd), int(reply_fd))
 
 

@@ -9,7 +9,7 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import psutil
@@ -47,12 +47,37 @@ class ContestantLaunch:
 
     device: str
     work_dir: Path
-    candidate: Path
     memory_limit_bytes: int
     max_file_bytes: int
     isolation: IsolationSettings
     triton_cache: Path | None = None
     start_timeout_s: float = 60.0
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            **asdict(self),
+            "work_dir": str(self.work_dir),
+            "isolation": self.isolation.to_dict(),
+            "triton_cache": str(self.triton_cache) if self.triton_cache is not None else None,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> ContestantLaunch:
+        cache = data.get("triton_cache")
+        return cls(
+            **{
+                **data,
+                "work_dir": Path(data["work_dir"]),
+                "isolation": IsolationSettings.from_dict(data["isolation"]),
+                "triton_cache": Path(cache) if cache else None,
+            }
+        )
+
+    def serves(self, wanted: ContestantLaunch) -> bool:
+        """A contestant launched so may run one that `wanted` describes: the same boundary,
+        wherever its work directory is, with at least the file size `wanted` needs."""
+        same = replace(self, work_dir=wanted.work_dir, max_file_bytes=wanted.max_file_bytes)
+        return same == wanted and self.max_file_bytes >= wanted.max_file_bytes
 
 
 @dataclass
@@ -67,7 +92,8 @@ class ContestantProcess:
     """A contestant behind the sandbox's boundary, talking over private pipes and files.
 
     Its outputs come back through descriptors the referee opened: replies, exported factors
-    (`export_path`), a profile trace (`trace_path`) and its stdout/stderr (`output_path`).
+    (`export_path`), a profile trace (`trace_path`) and its stdout/stderr (`output_path`). The
+    candidate's source goes in the same way, through `source_path`, when `load` is asked.
     """
 
     def __init__(self, launch: ContestantLaunch) -> None:
@@ -78,16 +104,18 @@ class ContestantProcess:
         self.export_path, self.trace_path = work_dir / "outputs.f32", work_dir / TRACE_FILE
         self._export_fd = os.open(self.export_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
         trace_fd = os.open(self.trace_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        self.source_path = work_dir / "candidate-source.py"
+        source_fd = os.open(self.source_path, os.O_RDONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         self._output = open(work_dir / "candidate-output.log", "ab")  # noqa: SIM115 - lives as long as the process
         self._memory_limit = launch.memory_limit_bytes
         device = "cuda:0" if launch.device.startswith("cuda") else "cpu"
         contestant = [sys.executable, "-m", "qrsup.kernels.judge.contestant"]
-        contestant += [str(cmd_read), str(reply_write), device, str(self._export_fd), str(trace_fd)]
+        arguments = (cmd_read, reply_write, device, self._export_fd, trace_fd, source_fd)
+        contestant += [str(argument) for argument in arguments]
         policy = plan_sandbox(
             launch.isolation,
             command=contestant,
             env=dict(os.environ),
-            candidate=launch.candidate,
             work_dir=work_dir,
             status_fd=status_write,
             cuda=device != "cpu",
@@ -99,13 +127,13 @@ class ContestantProcess:
         )
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "qrsup.kernels.judge.sandbox_main", policy.to_json()],
-            pass_fds=(cmd_read, reply_write, self._export_fd, trace_fd, status_write),
+            pass_fds=(cmd_read, reply_write, self._export_fd, trace_fd, source_fd, status_write),
             stdin=subprocess.DEVNULL,
             stdout=self._output,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-        for fd in (cmd_read, reply_write, trace_fd, status_write):
+        for fd in (cmd_read, reply_write, trace_fd, source_fd, status_write):
             os.close(fd)
         self._reader = LineReader(self._reply_read)
         self._seq = 0

@@ -223,8 +223,11 @@ class Referee:
             )
 
     def _load(self) -> str:
+        source = self.config["source"].encode()  # the text the static checks passed
+        self.contestant.source_path.write_bytes(source)
         path = self.contestant.boundary["candidate"]  # its copy, where the contestant sees it
-        reply, _ = self._ask({"op": "load", "path": path}, "load", "import")
+        load = {"op": "load", "path": path, "size": len(source)}
+        reply, _ = self._ask(load, "load", "import")
         if reply.get("ok"):
             return ""
         return f"importing the candidate failed:\n{reply.get('error', '')}"

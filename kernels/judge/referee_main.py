@@ -1,7 +1,8 @@
-"""The referee: `python -m qrsup.kernels.judge.referee_main REPORT_FD PARENT_PID`, config on stdin.
+"""The referee: `python -m qrsup.kernels.judge.referee_main REPORT_FD PARENT_PID`, 2 stdin lines.
 
-The contestant is started before the referee imports torch, so the two interpreters load their
-heavy modules side by side instead of one after the other.
+The first line is the contestant's boundary, the second the run. The contestant is started on
+the first, before the referee imports torch, so the two interpreters load their heavy modules
+side by side, and both may do so before the candidate exists.
 """
 
 from __future__ import annotations
@@ -9,11 +10,9 @@ from __future__ import annotations
 import json
 import os
 import sys
-from pathlib import Path
 
 from qrsup.kernels.judge.contestant_process import ContestantLaunch, ContestantProcess
 from qrsup.kernels.judge.processes import become_subreaper, die_with_parent, make_undumpable
-from qrsup.kernels.judge.sandbox import IsolationSettings
 
 
 def main() -> None:
@@ -21,23 +20,21 @@ def main() -> None:
     make_undumpable()
     become_subreaper()
     report_fd = int(sys.argv[1])
-    config = json.loads(sys.stdin.readline())
-    key = bytes.fromhex(config.pop("key"))
-    sys.stdin.close()
-    launch = ContestantLaunch(
-        device=config["device"],
-        work_dir=Path(config["work_dir"]),
-        candidate=Path(config["candidate"]),
-        memory_limit_bytes=int(config["memory_limit_bytes"]),
-        max_file_bytes=int(config["max_file_bytes"]),
-        isolation=IsolationSettings.from_dict(config["isolation"]),
-        triton_cache=Path(config["triton_cache"]) if config.get("triton_cache") else None,
-    )
+    # The first line is the boundary alone: the contestant starts on it, before any candidate
+    # is known, so a referee can be started ahead of the run that will use it.
+    launch = ContestantLaunch.from_dict(json.loads(sys.stdin.readline()))
     contestant = ContestantProcess(launch)
     # torch loads here, while the contestant starts; a profile run asks for the profile flow.
     from qrsup.kernels.judge.profile_referee import ProfileReferee
     from qrsup.kernels.judge.referee import Referee, Reporter
 
+    line = sys.stdin.readline()  # the run: key, candidate and specs; none if it was discarded
+    sys.stdin.close()
+    if not line:
+        contestant.close()
+        return
+    config = {**launch.to_dict(), **json.loads(line)}
+    key = bytes.fromhex(config.pop("key"))
     reporter = Reporter(report_fd, key)
     flow = ProfileReferee if "profile" in config else Referee
     reporter.send(flow(config, reporter, contestant).run())

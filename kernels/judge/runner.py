@@ -1,45 +1,27 @@
 """The caller's side of the judge: static checks, then a referee process group, then a report.
 
-The referee gets its config and a fresh HMAC key on stdin and reports over a pipe only it holds;
-frames that fail the signature, a referee that dies, or one that overruns the deadline all become
-verdicts here. Whatever the candidate left running is killed before `evaluate` returns.
+The referee (`referee_process.py`, started for this run or ahead of it) gets the run and a fresh
+HMAC key on stdin and reports over a pipe only it holds; frames that fail the signature, a
+referee that dies, or one that overruns the deadline all become verdicts. Whatever the candidate
+left running is killed before `evaluate` returns.
 """
 
 from __future__ import annotations
 
 import gzip
 import hashlib
-import json
 import os
 import secrets
 import shutil
-import subprocess
-import sys
-import tempfile
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
+from qrsup.kernels.judge.contestant_process import ContestantLaunch
 from qrsup.kernels.judge.device_turns import DeviceTurns, turn_file
-from qrsup.kernels.judge.environment import judged_environment
 from qrsup.kernels.judge.manifest import changed_files
-from qrsup.kernels.judge.processes import (
-    become_subreaper,
-    descendants,
-    kill_processes,
-    kill_tree,
-    make_undumpable,
-    marked_children,
-)
-from qrsup.kernels.judge.protocol import (
-    ChannelClosed,
-    ChannelTimeout,
-    LineReader,
-    ProtocolError,
-    verify,
-)
+from qrsup.kernels.judge.referee_process import RefereeProcess, read_output
 from qrsup.kernels.judge.report import JudgeReport
 from qrsup.kernels.judge.sandbox import IsolationSettings
 from qrsup.kernels.judge.static_checks import CONTEST_FORBIDDEN_WORDS, check_candidate_file
@@ -47,9 +29,6 @@ from qrsup.kernels.schema import Progress, ProgressUpdate
 from qrsup.kernels.suites import Spec, Suite
 from qrsup.kernels.timing import STOPPING_RULES, inputs_per_repetition
 
-OUTPUT_HEAD_CHARS = 4000
-OUTPUT_TAIL_CHARS = 12000
-RUN_MARK = "QRSUP_JUDGE_RUN"  # an environment variable naming the judge run a process belongs to
 MIN_FILE_LIMIT_BYTES = 256 * 2**20  # room for the candidate's log and a profile trace
 TAMPERED_REASON = "the judge's own files changed since the session started"
 
@@ -124,6 +103,18 @@ class JudgeConfig:
         exports += [_export_bytes(s, inputs_per_repetition(s, rule)) for s in benchmarks]
         return max([MIN_FILE_LIMIT_BYTES, *exports]) + MIN_FILE_LIMIT_BYTES
 
+    def contestant_launch(self) -> ContestantLaunch:
+        """The contestant's boundary for this run: all a referee needs before the candidate.
+        (Its work directory is the referee's own, set when one starts.)"""
+        return ContestantLaunch(
+            device=self.device,
+            work_dir=Path(),
+            memory_limit_bytes=self.memory_limit_bytes,
+            max_file_bytes=self.max_file_bytes(),
+            isolation=self.isolation,
+            triton_cache=self.triton_cache,
+        )
+
     def judged_specs(self) -> tuple[tuple[Spec, ...], tuple[Spec, ...]]:
         """(tests, benchmarks) this mode runs, with the secret seed applied."""
         suite = self.judged_suite()
@@ -149,11 +140,14 @@ def run_judge(
     on_progress: Progress | None = None,
     extra: dict | None = None,
     keep: dict[str, Path] | None = None,
+    warm: RefereeProcess | None = None,
 ) -> dict:
     """The referee's report as a dict; never raises for anything the candidate does.
 
     `extra` joins the referee's config (a profile run asks for its flow that way); `keep` maps
     names of files in the private work dir to where they are copied before it is removed.
+    `warm`, a referee started ahead of time, judges this run if its boundary serves it; it is
+    closed either way.
     """
     candidate = candidate.resolve()
     suite = config.judged_suite()
@@ -165,129 +159,56 @@ def run_judge(
         "mode": config.mode,
         "seed": config.seed,
     }
-    if not static.ok:
-        return {"verdict": "rejected", "reason": static.reason, **base}
-    changed = changed_files(config.manifest) if config.manifest is not None else []
-    if changed:
+    changed = changed_files(config.manifest) if config.manifest is not None and static.ok else []
+    if not static.ok or changed:
+        if warm is not None:
+            warm.close()
+        if not static.ok:
+            return {"verdict": "rejected", "reason": static.reason, **base}
         reason = f"{TAMPERED_REASON}: {', '.join(changed)}; nothing was judged"
         return {"verdict": "tampered", "reason": reason, **base}
-    become_subreaper()
-    make_undumpable()  # the key and the report pipe live here: out of reach of our own uid too
     device = "GPU" if config.device.startswith("cuda") else "CPU"
     waiting = ProgressUpdate(phase=f"waiting for the {device}")
     on_wait = partial(on_progress, waiting) if on_progress else None
     turns = DeviceTurns(config.device_turns or turn_file(config.device, os.environ), on_wait)
-    with tempfile.TemporaryDirectory(prefix="qrsup-judge-") as work:
-        work_dir = Path(work)
-        os.chmod(work_dir, 0o700)
-        with turns.turn():
-            data = _run_referee(candidate, config, work_dir, on_progress, extra or {})
-        if turns.path is not None:
-            data.setdefault("phases_s", {})["device_wait"] = turns.waited_s
-        output = _read_output(work_dir / "candidate-output.log")
-        for name, destination in (keep or {}).items():
-            _copy_out(work_dir / name, destination)
+    launch = config.contestant_launch()
+    with turns.turn():
+        referee = warm if warm is not None and warm.ready_for(launch) else None
+        if referee is None:
+            if warm is not None:
+                warm.close()
+            referee = RefereeProcess(launch)
+        try:
+            run = _run_config(candidate, static.source, config, extra or {})
+            key = secrets.token_bytes(32)
+            data = referee.judge(run, key, config.total_timeout_s(), on_progress)
+            output = read_output(referee.work_dir / "candidate-output.log")
+            for name, destination in (keep or {}).items():
+                _copy_out(referee.work_dir / name, destination)
+        finally:
+            referee.close()
+    phases = data.setdefault("phases_s", {})
+    # How long its referee had been loading before the run began: 0 for one started for it.
+    phases["started_ahead"] = referee.handed_over - referee.started if referee is warm else 0.0
+    if turns.path is not None:
+        phases["device_wait"] = turns.waited_s
     data.pop("type", None)
     return {**data, **base, "candidate_output": output}
 
 
-def _run_referee(
-    candidate: Path,
-    config: JudgeConfig,
-    work_dir: Path,
-    on_progress: Progress | None,
-    extra: dict,
-) -> dict:
-    key = secrets.token_bytes(32)
+def _run_config(candidate: Path, source: str, config: JudgeConfig, extra: dict) -> dict:
+    """What the referee learns when the run starts: the candidate and how to judge it."""
     tests, benchmarks = config.judged_specs()
-    referee_config = {
+    return {
         **extra,
-        "key": key.hex(),
         "candidate": str(candidate),
-        "device": config.device,
-        "work_dir": str(work_dir),
+        "source": source,
         "rule": config.rule,
         "recheck": config.recheck,
-        "memory_limit_bytes": config.memory_limit_bytes,
-        "max_file_bytes": config.max_file_bytes(),
-        "isolation": config.isolation.to_dict(),
-        "triton_cache": str(config.triton_cache) if config.triton_cache is not None else None,
         "timeouts": config.timeouts.to_dict(),
         "tests": [_spec_dict(s) for s in tests],
         "benchmarks": [_spec_dict(s) for s in benchmarks],
     }
-    run_mark = secrets.token_hex(8)  # inherited by the referee's descendants, escapees included
-    report_read, report_write = os.pipe()
-    referee_log = open(work_dir / "referee.log", "wb")  # noqa: SIM115 - closed below
-    started = time.monotonic()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "qrsup.kernels.judge.referee_main",
-            str(report_write),
-            str(os.getpid()),
-        ],
-        stdin=subprocess.PIPE,
-        stdout=referee_log,
-        stderr=subprocess.STDOUT,
-        pass_fds=(report_write,),
-        start_new_session=True,
-        env={**judged_environment(os.environ, config.device), RUN_MARK: run_mark},
-    )
-    os.close(report_write)
-    try:
-        assert proc.stdin is not None
-        proc.stdin.write((json.dumps(referee_config) + "\n").encode())
-        proc.stdin.close()
-        result = _collect(
-            LineReader(report_read), key, started + config.total_timeout_s(), on_progress
-        )
-    finally:
-        os.close(report_read)
-        kill_tree(proc.pid)
-        proc.wait()
-        referee_log.close()
-        escapees = marked_children(RUN_MARK, run_mark)
-        kill_processes(escapees + [d for e in escapees for d in descendants(e.pid)])
-    if result is None:
-        code = proc.returncode
-        log = _read_output(work_dir / "referee.log")
-        return _judge_failure(
-            "crash", f"the judge process died (status {code}) before reporting", log
-        )
-    if isinstance(result, str):
-        return _judge_failure(*result.split(":", 1), "")
-    result.setdefault("phases_s", {})["wall"] = time.monotonic() - started
-    return result
-
-
-def _collect(
-    reader: LineReader, key: bytes, deadline: float, on_progress: Progress | None
-) -> dict | str | None:
-    """The referee's final report, a 'kind:reason' string for a broken run, or None if it died."""
-    while True:
-        try:
-            line = reader.read_line(deadline)
-        except ChannelTimeout:
-            return "timeout:the judge run exceeded its total time limit; all processes killed"
-        except ChannelClosed:
-            return None
-        except ProtocolError as exc:
-            return f"fail:the judge channel was tampered with ({exc})"
-        try:
-            message = verify(key, line)
-        except ProtocolError as exc:
-            return f"fail:the judge channel was tampered with ({exc})"
-        if message.get("type") == "report":
-            return message
-        if on_progress is not None:
-            on_progress(ProgressUpdate.from_frame(message))
-
-
-def _judge_failure(verdict: str, reason: str, log: str) -> dict:
-    detail = f"{reason}\n{log}".strip() if log else reason
-    return {"verdict": verdict, "reason": detail, "specs": []}
 
 
 def _spec_dict(spec: Spec) -> dict:
@@ -307,17 +228,3 @@ def _copy_out(source: Path, destination: Path) -> None:
         opener = gzip.open if destination.suffix == ".gz" else open
         with open(source, "rb") as kept, opener(destination, "wb") as copy:
             shutil.copyfileobj(kept, copy)
-
-
-def _read_output(path: Path) -> str:
-    """The candidate's own stdout/stderr, head and tail, for the human."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return ""
-    text = data.decode("utf-8", errors="replace")
-    if len(text) <= OUTPUT_HEAD_CHARS + OUTPUT_TAIL_CHARS:
-        return text
-    skipped = len(text) - OUTPUT_HEAD_CHARS - OUTPUT_TAIL_CHARS
-    head, tail = text[:OUTPUT_HEAD_CHARS], text[-OUTPUT_TAIL_CHARS:]
-    return f"{head}\n[… {skipped} characters omitted …]\n{tail}"

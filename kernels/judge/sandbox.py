@@ -34,6 +34,9 @@ ISOLATION_MODES = ("auto", "required", "off")
 DEDICATED_USER = "qrsup-judge"
 PRIVATE_DIR = "/.qrsup-work"  # where the contestant's private work directory appears to it
 TRITON_CACHE = f"{PRIVATE_DIR}/.triton"
+# The candidate's copy in the private directory: the contestant writes it there itself, when the
+# referee hands it the source, so a contestant can be started before its candidate is known.
+CANDIDATE_FILE = "candidate.py"
 SYSTEM_PATHS = ("/usr", "/etc", "/sys")
 TOP_LEVEL_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 DEVICE_NODES = ("null", "zero", "full", "random", "urandom", "tty")
@@ -72,7 +75,6 @@ class SandboxPolicy:
 
     command: list[str]
     env: dict[str, str]
-    candidate: str  # the host path; the launcher copies it into the private directory
     staging: str  # an empty directory of the referee's where the new root is assembled
     fallback_dir: str  # the private directory when no mount namespace can be had
     status_fd: int
@@ -105,7 +107,6 @@ def plan_sandbox(
     *,
     command: list[str],
     env: Mapping[str, str],
-    candidate: Path,
     work_dir: Path,
     status_fd: int,
     cuda: bool,
@@ -142,7 +143,6 @@ def plan_sandbox(
     return SandboxPolicy(
         command=command,
         env={**env, **private_env},
-        candidate=str(candidate),
         staging=str(staging),
         fallback_dir=str(fallback),
         status_fd=status_fd,

@@ -3,7 +3,7 @@
 Started by the referee, it enters new namespaces, forks the process that becomes the
 contestant, and waits for it, exiting as it exited. The child builds the contestant's root file
 system, drops its privileges, writes one status line (what boundary it got) on the status fd and
-execs the contestant. No candidate code runs before that exec; everything here is the judge's.
+execs the contestant. No candidate exists yet: the contestant is handed the source later.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from qrsup.kernels.judge import linux
 from qrsup.kernels.judge.processes import die_with_parent
-from qrsup.kernels.judge.sandbox import PRIVATE_DIR, TRITON_CACHE, SandboxPolicy
+from qrsup.kernels.judge.sandbox import CANDIDATE_FILE, PRIVATE_DIR, TRITON_CACHE, SandboxPolicy
 
 NAMESPACES = {
     "user": linux.CLONE_NEWUSER,
@@ -109,14 +109,6 @@ class Boundary:
             os.symlink(target, f"{dev}/{name}")
         _mount_tmpfs(f"{dev}/shm", self.policy.tmp_bytes, "1777")
         linux.make_read_only(dev, recursive=False)
-
-    def place_candidate(self, source: bytes) -> str:
-        """The candidate's own copy in the private directory, owned by the contestant."""
-        copy = Path(self.private) / "candidate.py"
-        copy.write_bytes(source)
-        if self.policy.uid is not None:
-            os.chown(copy, self.policy.uid, self.policy.gid if self.policy.gid is not None else -1)
-        return str(copy)
 
     def limit(self) -> None:
         """Processes, file sizes, core dumps and (where asked) the data segment."""
@@ -233,7 +225,6 @@ def _relay(child: int) -> None:
 def main() -> None:
     policy = SandboxPolicy.from_json(sys.argv[1])
     die_with_parent(policy.parent)
-    source = Path(policy.candidate).read_bytes()  # read while the host's files are in view
     boundary = Boundary(policy)
     boundary.enter_namespaces()
     child = os.fork()
@@ -242,13 +233,12 @@ def main() -> None:
     os.setsid()  # its own group: a kill(0) of the candidate's reaches no judge process
     pid = _host_pid()
     boundary.build_root()
-    candidate = boundary.place_candidate(source)
     boundary.limit()
     user = boundary.drop_privileges()
     # After the user switch (which clears it), and kept across exec: the contestant dies with
     # its launcher, which dies with the referee, which dies with the agent.
     linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
-    status = boundary.status(pid, user, candidate)
+    status = boundary.status(pid, user, f"{boundary.private}/{CANDIDATE_FILE}")
     os.write(policy.status_fd, (json.dumps(status) + "\n").encode())
     os.close(policy.status_fd)
     if status["missing"] and policy.required:

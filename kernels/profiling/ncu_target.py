@@ -19,7 +19,7 @@ from qrsup.kernels.profiling.ncu import NCU_RANGE
 def main() -> None:
     request = json.loads(Path(sys.argv[1]).read_text())
     contestant = Contestant(torch.device(request["device"]))
-    loaded = contestant.load({"path": request["candidate"]})
+    loaded = contestant.import_candidate(Path(request["candidate"]))
     if not loaded["ok"]:
         sys.exit(loaded["error"])
     inputs = {"spec": request["spec"], "seeds": request["seeds"]}

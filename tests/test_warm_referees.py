@@ -1,0 +1,115 @@
+"""A referee started ahead of its run (warm) judges exactly as one started for it: cheaters get
+the same verdicts, a referee on another boundary is never used, and each judges one candidate."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import psutil
+import pytest
+from qrsup.kernels.executors.base import LocalExecutor
+from qrsup.kernels.judge.referee_process import RefereeProcess
+from qrsup.kernels.judge.report import JudgeReport
+from qrsup.kernels.judge.runner import JudgeConfig, run_judge
+
+from tests.conftest import CANDIDATES, CHEATERS, tiny_config
+from tests.loop_helpers import wait_for
+from tests.test_judge_isolation import JUDGE_CODE, _assert_nothing_worked, _with_targets, _workspace
+
+pytestmark = pytest.mark.usefixtures("no_leftover_processes")
+
+
+def _loaded(referee: RefereeProcess) -> bool:
+    """Its contestant is up and idle: torch loaded, waiting for the candidate."""
+    for process in psutil.Process(referee.pid).children(recursive=True):
+        try:
+            if "judge.contestant" in " ".join(process.cmdline()):
+                return process.status() == psutil.STATUS_SLEEPING and process.cpu_percent(0.3) < 5
+        except psutil.Error:
+            return False
+    return False
+
+
+def _warm_judge(path: Path, config: JudgeConfig) -> JudgeReport:
+    referee = RefereeProcess(config.contestant_launch())
+    wait_for(lambda: _loaded(referee), 60, "the warm referee's contestant to load")
+    report = JudgeReport.from_dict(run_judge(path, config, warm=referee))
+    assert report.phases_s["started_ahead"] > 0  # it was this referee that judged
+    return report
+
+
+def test_a_warm_referee_judges_an_honest_candidate_and_ends_with_its_run():
+    config = tiny_config("all")
+    referee = RefereeProcess(config.contestant_launch())
+    wait_for(lambda: _loaded(referee), 60, "the warm referee's contestant to load")
+    report = JudgeReport.from_dict(run_judge(CANDIDATES / "blocked_wy.py", config, warm=referee))
+    assert report.verdict == "pass", report.reason
+    assert report.phases_s["started_ahead"] > 0
+    assert report.isolation["complete"] == (os.geteuid() == 0)
+    assert not referee.ready_for(config.contestant_launch())  # one candidate, never another
+    assert not referee.work_dir.exists()
+
+
+@pytest.mark.parametrize(
+    ("cheater", "mode", "overrides"),
+    [
+        ("returns_input.py", "test", {}),
+        ("fake_report.py", "test", {}),
+        ("forges_reply.py", "bench", {}),
+        ("patches_timer.py", "bench", {}),
+        ("kills_referee.py", "test", {}),
+        ("caches_by_address.py", "bench", {"recheck": "all"}),
+    ],
+)
+def test_cheaters_fail_under_a_warm_referee_as_under_a_cold_one(cheater, mode, overrides):
+    report = _warm_judge(CHEATERS / cheater, tiny_config(mode, **overrides))
+    assert report.verdict == "fail", report.reason
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the root case needs root")
+def test_a_warm_contestant_reaches_nothing_of_the_judge(tmp_path):
+    """Started before its candidate existed, the contestant still has the whole boundary."""
+    files = _workspace(tmp_path / "workspace")
+    targets = {"runner": os.getpid(), "append": [str(p) for p in files]}
+    targets["open"] = [str(p) for p in JUDGE_CODE]
+    cheater = _with_targets("probes_the_judge.py", targets, tmp_path)
+    report = _warm_judge(cheater, tiny_config())
+    _assert_nothing_worked(report, files)
+    assert report.isolation["complete"], report.isolation
+
+
+def test_a_warm_referee_on_another_boundary_is_ended_and_a_fresh_one_judges(tmp_path):
+    warm = RefereeProcess(tiny_config(triton_cache=tmp_path / "a").contestant_launch())
+    config = tiny_config(triton_cache=tmp_path / "b")
+    assert not warm.ready_for(config.contestant_launch())
+    report = JudgeReport.from_dict(run_judge(CANDIDATES / "blocked_wy.py", config, warm=warm))
+    assert report.verdict == "pass", report.reason
+    assert report.phases_s["started_ahead"] == 0.0
+    assert not warm.work_dir.exists()
+
+
+def test_a_rejected_candidate_ends_the_warm_referee_it_was_given(tmp_path):
+    config = tiny_config()
+    warm = RefereeProcess(config.contestant_launch())
+    bad = tmp_path / "bad.py"
+    bad.write_text("def custom_kernel(a):\n    return (\n")
+    report = JudgeReport.from_dict(run_judge(bad, config, warm=warm))
+    assert report.verdict == "rejected"
+    assert not warm.work_dir.exists()
+
+
+def test_an_agent_executor_starts_each_next_referee_ahead_and_ends_the_last_on_close():
+    executor = LocalExecutor(warm=True)
+    config = tiny_config("bench")
+    try:
+        first = executor.evaluate(CANDIDATES / "blocked_wy.py", config)
+        waiting = executor.next_referee
+        assert waiting is not None
+        wait_for(lambda: _loaded(waiting), 60, "the next referee's contestant to load")
+        second = executor.evaluate(CANDIDATES / "blocked_wy.py", config)
+    finally:
+        executor.close()
+    assert (first.verdict, second.verdict) == ("pass", "pass"), (first.reason, second.reason)
+    assert first.phases_s["started_ahead"] == 0.0 and second.phases_s["started_ahead"] > 0
+    assert not waiting.work_dir.exists() and executor.next_referee is None
