@@ -25,8 +25,9 @@ def plot(curve: ProgressCurve, out: Path, title: str) -> None:
     figure, axes = pyplot.subplots(figsize=(8, 4.5), dpi=120)
     minutes = [p.minutes for p in curve.best]
     millis = [p.geomean_ns / 1e6 for p in curve.best]
-    end = max(minutes[-1], *(p.minutes for p in curve.promotions), minutes[0] + 1e-3)
-    axes.step([*minutes, end], [*millis, millis[-1]], where="post", label="best so far (full)")
+    axes.step(
+        [*minutes, curve.end_minutes], [*millis, millis[-1]], where="post", label="best so far"
+    )
     if curve.promotions:
         axes.plot(
             [p.minutes for p in curve.promotions],
@@ -37,7 +38,7 @@ def plot(curve: ProgressCurve, out: Path, title: str) -> None:
     axes.axhline(curve.start.geomean_ns / 1e6, linestyle=":", color="grey", label="start")
     axes.set_xlabel("minutes since the first evaluation")
     axes.set_ylabel("geomean (ms)")
-    axes.set_title(f"{title}: {curve.gain:.1%} faster than the start")
+    axes.set_title(f"{title}: best full-stage figure {curve.gain:.1%} below the start")
     axes.legend()
     figure.tight_layout()
     figure.savefig(out)

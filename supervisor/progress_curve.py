@@ -27,6 +27,7 @@ class ProgressCurve:
     start: Point
     best: tuple[Point, ...]  # the start, then each new best passing full-stage figure
     promotions: tuple[Point, ...]
+    end_minutes: float  # the last evaluation: the curve holds its last value until then
 
     @property
     def gain(self) -> float:
@@ -43,6 +44,7 @@ class ProgressCurve:
             "best_at_minutes": round(last.minutes, 2),
             "gain": round(self.gain, 4),
             "improvements": len(self.best) - 1,
+            "minutes": round(self.end_minutes, 2),
             "promotions": [(p.candidate_id, round(p.minutes, 2)) for p in self.promotions],
         }
 
@@ -79,7 +81,7 @@ def progress_curve(
         for p in promotions
         if p.geomean_ns is not None
     )
-    return ProgressCurve(start, tuple(best), promoted)
+    return ProgressCurve(start, tuple(best), promoted, (ordered[-1].created_at - t0) / 60)
 
 
 def _point(evaluation: Evaluation, t0: float) -> Point:

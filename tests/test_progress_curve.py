@@ -43,7 +43,11 @@ def test_the_curve_keeps_each_new_best_passing_full_figure_and_the_promotions():
     ]
     assert curve.gain == pytest.approx(0.25)
     summary = curve.summary()
-    assert (summary["improvements"], summary["best_at_minutes"]) == (2, 5.0)
+    assert (summary["improvements"], summary["best_at_minutes"], summary["minutes"]) == (
+        2,
+        5.0,
+        5.0,
+    )
     assert summary["promotions"] == [("c3", 5.17)]
 
 

@@ -9,6 +9,7 @@ can reach the next.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -71,8 +72,9 @@ class RefereeProcess:
             env={**judged_environment(os.environ, launch.device), RUN_MARK: self._run_mark},
         )
         os.close(report_write)
-        self._send(self.launch.to_dict())
         self._ended = self._closed = False
+        with contextlib.suppress(OSError):  # one that died at once fails its run, said there
+            self._send(self.launch.to_dict())
 
     @property
     def pid(self) -> int:
