@@ -108,7 +108,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         settings = load_settings(session.workspace)
         log = AgentLog(paths.agent_log(name)).write
-        executor = session_executor(paths, session, name, log, settings.warm_referees)
+        # Not on the CPU: it is the timed device, and a referee loading beside another agent's
+        # timed run would slow that run down.
+        warm = settings.warm_referees and device.startswith("cuda")
+        executor = session_executor(paths, session, name, log, warm)
         # The tuner's candidates are qrsup's own code: they may share compiled kernels.
         cache = shared(paths.agent_dir(name) / "triton") if spec.proposer == "tuner" else None
         evaluator = Evaluator.for_session(paths, session, device, cache, executor)

@@ -36,7 +36,7 @@ user = "qrsup-judge"    # who the contestant runs as when the judge runs as root
 private_dir_mb = 2048   # the contestant's work directory, Triton's cache included
 tmp_mb = 512            # each of its /tmp and /dev/shm
 max_processes = 4096    # processes and threads; a fork bomb stops here
-warm = true             # an agent starts each run's referee ahead of it (false: on demand)
+warm = true             # an agent on a GPU starts each run's referee ahead of it
 ```
 """
 
@@ -88,7 +88,7 @@ class WorkspaceSettings:
     judge: IsolationSettings = field(default_factory=IsolationSettings)
     """The judge's boundary."""
     warm_referees: bool = True
-    """Agents start the referee of their next judge run ahead of it (`[judge] warm`)."""
+    """Agents on a GPU start the referee of their next judge run ahead of it (`[judge] warm`)."""
     launch: LaunchDefaults = field(default_factory=LaunchDefaults)
     """A new session's defaults."""
     model: Mapping[str, object] = field(default_factory=dict)

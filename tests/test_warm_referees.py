@@ -101,7 +101,7 @@ def test_a_rejected_candidate_ends_the_warm_referee_it_was_given(tmp_path):
 
 def test_an_agent_executor_starts_each_next_referee_ahead_and_ends_the_last_on_close():
     executor = LocalExecutor(warm=True)
-    config = tiny_config("bench")
+    config = tiny_config()
     try:
         first = executor.evaluate(CANDIDATES / "blocked_wy.py", config)
         waiting = executor.next_referee
@@ -113,3 +113,22 @@ def test_an_agent_executor_starts_each_next_referee_ahead_and_ends_the_last_on_c
     assert (first.verdict, second.verdict) == ("pass", "pass"), (first.reason, second.reason)
     assert first.phases_s["started_ahead"] == 0.0 and second.phases_s["started_ahead"] > 0
     assert not waiting.work_dir.exists() and executor.next_referee is None
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_the_next_referee_loads_while_this_run_is_timed():
+    executor = LocalExecutor(warm=True)
+    config = tiny_config("all", device="cuda")
+    during: list[bool] = []
+    try:
+        first = executor.evaluate(
+            CANDIDATES / "blocked_wy.py",
+            config,
+            lambda _: during.append(executor.next_referee is not None),
+        )
+        second = executor.evaluate(CANDIDATES / "blocked_wy.py", config)
+    finally:
+        executor.close()
+    assert (first.verdict, second.verdict) == ("pass", "pass"), (first.reason, second.reason)
+    assert during and all(during)  # started as the first run began, not after it
+    assert first.phases_s["started_ahead"] == 0.0 and second.phases_s["started_ahead"] > 0
