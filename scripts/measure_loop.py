@@ -2,9 +2,9 @@
 
 Usage: python scripts/measure_loop.py --agents 2 --minutes 5 [--suite smoke] [--device cpu]
 [--executor local ray] [--warm on off]
-Prints evaluations (judge runs) per minute, iterations per minute, the share of judge wall time
-spent outside the candidate's timed calls (process start, calibration, checks, records), and the
-largest resident size of an agent process and of a Ray driver. With `ray` the session runs on its
+Prints the session's summary (`qrsup.supervisor.session_summary`: candidates and judge runs per
+hour, the judge's overhead and where a run's time goes) and the largest resident size of an
+agent process and of a Ray driver. With `ray` the session runs on its
 own local Ray instance, stopped afterwards. `--warm off` writes `[judge] warm = false` into the
 workspace's qrsup.toml, so each judge run starts its referee on demand.
 """
@@ -25,11 +25,12 @@ from qrsup.agents.store import Store
 from qrsup.supervisor.fleet import Fleet
 from qrsup.supervisor.launch import default_agents
 from qrsup.supervisor.local_ray import LocalRay
+from qrsup.supervisor.session_summary import summarize
 
 
 def measure(
     agents: int, minutes: float, suite: str, device: str, executor: str = "local", warm: bool = True
-) -> dict[str, float]:
+) -> dict[str, object]:
     with tempfile.TemporaryDirectory(prefix="qrsup-loop-") as scratch:
         workspace = Path(scratch) / "ws"
         init_repo(workspace).close()
@@ -42,43 +43,20 @@ def measure(
         paths = RunPaths.of(workspace, "m")
         save_session(paths, config)
         fleet = Fleet(paths)
-        started = time.monotonic()
         fleet.start_all()
         peaks = sample_rss(minutes * 60)
         for name in fleet.names():
             fleet.stop(name)
         fleet.wait_stopped(fleet.names(), 900)
         LocalRay(paths).stop()
-        elapsed_min = (time.monotonic() - started) / 60
-        store = Store.reader(paths.store)
-        rows = store.evaluations()
-        iterations = sum(len(store.iterations(n)) for n in fleet.names())
-        wall = kernel = 0.0
-        warmed = 0
-        for row in rows:
-            report = row.report
-            wall += report.get("phases_s", {}).get("wall", 0.0)
-            warmed += report.get("phases_s", {}).get("started_ahead", 0.0) > 0
-            for spec in report.get("specs", []):
-                stats = spec.get("stats")
-                if stats:
-                    kernel += stats["mean_ns"] * stats["runs"] * spec["count"] / 1e9
-        store.close()
+        with Store.reader(paths.store) as store:
+            summary = summarize(store.evaluations(), store.iterations())
     return {
         "agents": agents,
-        "minutes": round(elapsed_min, 2),
-        "evaluations": len(rows),
-        "evaluations_per_minute": round(len(rows) / elapsed_min, 2),
-        "iterations": iterations,
-        "iterations_per_minute": round(iterations / elapsed_min, 2),
-        "judge_wall_s": round(wall, 1),
-        "judge_wall_per_evaluation_s": round(wall / len(rows), 2) if rows else None,
-        "warm_referee_runs": warmed,
-        "timed_kernel_s": round(kernel, 1),
-        "share_outside_candidate": round(1 - kernel / wall, 3) if wall else None,
-        "load_average_1m": round(os.getloadavg()[0], 2),
         "executor": executor,
         "warm": warm,
+        "load_average_1m": round(os.getloadavg()[0], 2),
+        **summary.to_dict(),
         **{f"peak_rss_mib_{kind}": round(peak / 2**20, 1) for kind, peak in peaks.items()},
     }
 

@@ -1,0 +1,89 @@
+"""Where a session's judge time went, and how many candidates it bought per hour, from its store.
+
+A judge run's wall is split by the referee's own phases: what comes before its first phase is
+start-up (interpreters, torch, the device, the sandbox), then calibration, loading the
+candidate, the test specs and the benchmark specs. Inside those, the candidate's timed calls
+(mean × runs × calls per repetition, over every timed spec) are the only time spent on the
+kernel itself; the rest of the wall is the judge's overhead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from qrsup.kernels.schema import Evaluation, Iteration
+
+PHASES = ("startup", "calibrate", "load", "tests", "benchmarks")
+
+
+@dataclass(frozen=True)
+class SessionSummary:
+    minutes: float  # from the first evaluation's end to the last's
+    candidates: int  # iterations that reached the judge
+    judge_runs: int
+    judge_wall_s: float
+    timed_kernel_s: float
+    phases_s: dict[str, float]  # summed over the judge runs
+    warm_runs: int  # judge runs whose referee had been started ahead
+
+    @property
+    def candidates_per_hour(self) -> float | None:
+        return self.candidates / self.minutes * 60 if self.minutes > 0 else None
+
+    @property
+    def judge_runs_per_hour(self) -> float | None:
+        return self.judge_runs / self.minutes * 60 if self.minutes > 0 else None
+
+    @property
+    def overhead_share(self) -> float | None:
+        """The judge's wall outside the candidate's timed calls, as a share of that wall."""
+        return 1 - self.timed_kernel_s / self.judge_wall_s if self.judge_wall_s else None
+
+    def to_dict(self) -> dict[str, object]:
+        per_run = max(self.judge_runs, 1)
+        return {
+            "minutes": round(self.minutes, 2),
+            "candidates": self.candidates,
+            "candidates_per_hour": _round(self.candidates_per_hour),
+            "judge_runs": self.judge_runs,
+            "judge_runs_per_hour": _round(self.judge_runs_per_hour),
+            "judge_wall_s": round(self.judge_wall_s, 1),
+            "timed_kernel_s": round(self.timed_kernel_s, 1),
+            "overhead_share": _round(self.overhead_share, 3),
+            "seconds_per_judge_run": {
+                name: round(total / per_run, 2) for name, total in self.phases_s.items()
+            },
+            "warm_runs": self.warm_runs,
+        }
+
+
+def summarize(evaluations: Iterable[Evaluation], iterations: Iterable[Iteration]) -> SessionSummary:
+    runs = sorted(evaluations, key=lambda e: e.created_at)
+    phases = dict.fromkeys((*PHASES, "other"), 0.0)
+    wall = kernel = 0.0
+    warm = 0
+    for run in runs:
+        recorded = run.report.get("phases_s", {})
+        run_wall = recorded.get("wall", 0.0)
+        wall += run_wall
+        warm += recorded.get("started_ahead", 0.0) > 0
+        inside = {name: recorded.get(name, 0.0) for name in PHASES[1:]}
+        startup = max(0.0, run_wall - recorded.get("total", run_wall))
+        phases["startup"] += startup
+        for name, seconds in inside.items():
+            phases[name] += seconds
+        phases["other"] += max(0.0, run_wall - startup - sum(inside.values()))
+        kernel += sum(_timed_s(spec) for spec in run.report.get("specs", []))
+    minutes = (runs[-1].created_at - runs[0].created_at) / 60 if len(runs) > 1 else 0.0
+    candidates = sum(1 for i in iterations if i.evaluated)
+    return SessionSummary(minutes, candidates, len(runs), wall, kernel, phases, warm)
+
+
+def _timed_s(spec: dict) -> float:
+    stats = spec.get("stats")
+    return stats["mean_ns"] * stats["runs"] * spec["count"] / 1e9 if stats else 0.0
+
+
+def _round(value: float | None, digits: int = 1) -> float | None:
+    return round(value, digits) if value is not None else None

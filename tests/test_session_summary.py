@@ -1,0 +1,42 @@
+"""A session's summary splits each judge run's wall by the referee's phases and counts the
+candidates that reached the judge, per hour."""
+
+from __future__ import annotations
+
+import pytest
+from qrsup.kernels.schema import Decision, Evaluation, Iteration, Verdict
+from qrsup.supervisor.session_summary import summarize
+
+
+def _run(at_s: float, wall: float, total: float, ahead: float = 0.0) -> Evaluation:
+    phases = {"wall": wall, "total": total, "calibrate": 1.0, "load": 0.5, "tests": 2.0}
+    phases |= {"benchmarks": 3.0, "started_ahead": ahead}
+    # One timed spec: 2 ms a call, 4 calls a repetition, 250 repetitions: 2 s of kernel time.
+    spec = {"kind": "benchmark", "count": 4, "stats": {"mean_ns": 2e6, "runs": 250}}
+    report = {"phases_s": phases, "specs": [spec, {"kind": "test", "count": 1}]}
+    return Evaluation(0, "c", "a1", 1, "quick", Verdict.PASS, 1.0, {}, "", report, at_s)
+
+
+def test_a_runs_wall_is_start_up_then_the_referees_phases_and_the_rest_is_other():
+    runs = [_run(0, 10.0, 7.0), _run(1800, 8.0, 7.5, ahead=4.0)]
+    iterations = [
+        Iteration("a1", 1, Verdict.PASS, Decision.REJECTED, evaluated=True),
+        Iteration("a1", 2, Verdict.REJECTED, Decision.SKIPPED),  # never reached the judge
+    ]
+    summary = summarize(runs, iterations)
+    assert (summary.minutes, summary.candidates, summary.judge_runs) == (30.0, 1, 2)
+    assert summary.candidates_per_hour == pytest.approx(2.0)
+    assert summary.judge_runs_per_hour == pytest.approx(4.0)
+    assert summary.phases_s["startup"] == pytest.approx(3.0 + 0.5)
+    assert summary.phases_s["calibrate"] == pytest.approx(2.0)
+    assert summary.phases_s["other"] == pytest.approx((10 - 3 - 6.5) + (8 - 0.5 - 6.5))
+    assert sum(summary.phases_s.values()) == pytest.approx(summary.judge_wall_s)
+    assert summary.timed_kernel_s == pytest.approx(4.0)
+    assert summary.overhead_share == pytest.approx(1 - 4.0 / 18.0)
+    assert summary.warm_runs == 1
+    assert summary.to_dict()["seconds_per_judge_run"]["startup"] == 1.75
+
+
+def test_a_single_run_has_no_rate():
+    summary = summarize([_run(0, 10.0, 7.0)], [])
+    assert summary.minutes == 0.0 and summary.candidates_per_hour is None
