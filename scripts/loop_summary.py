@@ -1,6 +1,6 @@
 """A session's throughput, where its judge time went, and its best-so-far curve, as one JSON.
 
-Usage: python scripts/loop_summary.py --workspace W [--session default]
+Usage: python scripts/loop_summary.py (--workspace W [--session default] | --store STORE)
 Candidates per hour count iterations that reached the judge, over the time from the first
 judge run's end to the last's; `seconds_per_judge_run` splits a run's wall into the referee's
 start-up, calibration, loading, test specs and benchmark specs.
@@ -20,11 +20,13 @@ from qrsup.supervisor.session_summary import summarize
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workspace", type=Path, required=True)
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--workspace", type=Path)
+    where.add_argument("--store", type=Path, help="a store file brought back on its own")
     parser.add_argument("--session", default="default")
     args = parser.parse_args()
-    paths = RunPaths.of(args.workspace.resolve(), args.session)
-    with Store.reader(paths.store) as store:
+    path = args.store or RunPaths.of(args.workspace.resolve(), args.session).store
+    with Store.reader(path) as store:
         evaluations, promotions = store.evaluations(), store.promotions()
         summary = summarize(evaluations, store.iterations()).to_dict()
     try:

@@ -1,6 +1,6 @@
 """Plot a session's best full-stage geomean against time, from its store, as a PNG.
 
-Usage: python scripts/plot_progress.py --workspace W [--session default] --out curve.png
+Usage: python scripts/plot_progress.py (--workspace W [--session default] | --store S) --out PNG
 Prints the curve's summary (start, best, gain, promotions) as one JSON line. Needs matplotlib
 (`pip install -e '.[plot]'`).
 """
@@ -47,12 +47,14 @@ def plot(curve: ProgressCurve, out: Path, title: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workspace", type=Path, required=True)
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--workspace", type=Path)
+    where.add_argument("--store", type=Path, help="a store file brought back on its own")
     parser.add_argument("--session", default="default")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
-    paths = RunPaths.of(args.workspace.resolve(), args.session)
-    with Store.reader(paths.store) as store:
+    path = args.store or RunPaths.of(args.workspace.resolve(), args.session).store
+    with Store.reader(path) as store:
         curve = progress_curve(store.evaluations(), store.promotions())
     plot(curve, args.out, f"session {args.session}")
     print(json.dumps(curve.summary()))
