@@ -44,22 +44,8 @@ loop() {  # loop NAME AGENTS GPUS [RUN OPTION...]: a headless tuner session, its
   step "$name" $(( minutes * 60 + 150 )) "${qrsup[@]}" run --headless --agents "$agents" --gpus "$gpus" \
     --budget "${minutes}m" --workspace "$workspace" --init "$@"
   kill "$sampler"
-  python - "$runs/store.sqlite" > "$out/${name}_summary.json" <<'PY'
-import json, sys
-from collections import Counter
-from pathlib import Path
-from qrsup.agents.store import Store
-store = Store(Path(sys.argv[1]))
-rows = store.evaluations()
-print(json.dumps({
-    "evaluations": len(rows),
-    "by_agent": Counter(r["agent"] for r in rows),
-    "first_s": min(r["created_at"] for r in rows),
-    "last_s": max(r["created_at"] for r in rows),
-    "reports": [{"agent": r["agent"], "candidate": r["candidate_id"], "report": json.loads(r["report"])}
-                for r in rows],
-}))
-PY
+  python scripts/loop_summary.py --workspace "$workspace" > "$out/${name}_summary.json" 2>&1
+  cp "$runs/store.sqlite" "$out/${name}_store.sqlite" 2>/dev/null  # every report, for the details
   cp "$workspace/log.md" "$out/${name}_log.md" 2>/dev/null
   pack
 }
