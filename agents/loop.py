@@ -63,6 +63,7 @@ from qrsup.kernels.schema import (
 )
 
 MEMORY_SIZE = 12
+FREE_RETRIES = 3  # a free proposer's tries for a point no other agent holds, per iteration
 IDLE_POLL_SECONDS = 1.0
 
 
@@ -182,6 +183,16 @@ class ResearchAgent:
             return
         record.hypothesis = outcome.hypothesis
         candidate = self._register(outcome, context.parent.candidate_id, record)
+        retries = FREE_RETRIES if self.proposer.free else 0
+        while candidate is None and record.verdict == Verdict.DUPLICATE and retries:
+            retries -= 1
+            # Agents proposing at once can meet on one point: a free proposer tries another.
+            self.log.write(f"it {iteration}: {record.reason}; proposing again")
+            outcome = self._propose(context)
+            if not isinstance(outcome, Proposal):
+                break
+            record = IterationDraft(iteration, outcome.hypothesis, parent_id=record.parent_id)
+            candidate = self._register(outcome, context.parent.candidate_id, record)
         if candidate is None:
             self._finish(record)
             return

@@ -111,5 +111,8 @@ class Proposer(Protocol):
     """Turns a context into a candidate; must not raise for anything a model or tool does."""
 
     name: str
+    # Proposing costs nothing (no model, no tool run): a proposal that another agent's
+    # candidate already holds is asked for again at once, not spent as an iteration.
+    free: bool
 
     def propose(self, context: ProposalContext) -> Proposal | ProposalFailure: ...

@@ -47,6 +47,7 @@ class TunerProposer:
     """Proposes unseen config points of one space, guided by the per-spec results so far."""
 
     name = "tuner"
+    free = True
 
     def __init__(
         self,

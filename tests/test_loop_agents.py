@@ -146,11 +146,15 @@ def test_kill_9_mid_evaluation_then_restart_continues_from_the_last_record(tmp_p
 
 
 def test_goal_met_agent_reports_and_idles(tmp_path):
-    paths = make_session(tmp_path, (AgentSpec("a1", goal="geomean < 100s"),))
+    # Only a kept candidate meets a goal; a near-miss agent keeps one soonest (any spec won).
+    paths = make_session(tmp_path, (AgentSpec("a1", role="near-miss", goal="geomean < 100s"),))
     fleet = Fleet(paths)
     fleet.start("a1")
-    wait_for(lambda: fleet.status("a1").state == "goal met", 300, "the goal to be met")
-    met = [e for e in read_events(paths.events("a1")) if e.get("event") == "goal_met"]
-    assert len(met) == 1 and met[0]["goal"] == "geomean < 100s"
-    fleet.stop("a1")
-    assert fleet.wait_stopped(["a1"], 60) == []
+    try:
+        wait_for(lambda: fleet.status("a1").state == "goal met", 280, "the goal to be met")
+        met = [e for e in read_events(paths.events("a1")) if e.get("event") == "goal_met"]
+        assert len(met) == 1 and met[0]["goal"] == "geomean < 100s"
+        fleet.stop("a1")
+        assert fleet.wait_stopped(["a1"], 60) == []
+    finally:
+        fleet.kill("a1")  # a failed wait leaves no agent behind to slow every later test

@@ -117,6 +117,7 @@ class CommandProposer:
     """Runs a coding-agent CLI on the parent candidate each iteration."""
 
     name = "command"
+    free = False
 
     def __init__(
         self,

@@ -30,6 +30,7 @@ class OpenAIProposer:
     """Asks a chat model for one edit of the parent per iteration."""
 
     name = "openai"
+    free = False
 
     def __init__(
         self,
