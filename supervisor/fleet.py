@@ -151,9 +151,6 @@ class Fleet:
             return None
         if "qrsup.agents.agent_main" in cmdline and name in cmdline:
             return pid
-        child = self._children.get(name)  # started here, a moment ago: not yet exec'd
-        if child is not None and child.pid == pid and child.poll() is None:
-            return pid
         return None
 
     def is_running(self, name: str) -> bool:
