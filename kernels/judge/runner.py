@@ -24,7 +24,11 @@ from qrsup.kernels.judge.manifest import changed_files
 from qrsup.kernels.judge.referee_process import RefereeProcess, read_output
 from qrsup.kernels.judge.report import JudgeReport
 from qrsup.kernels.judge.sandbox import IsolationSettings
-from qrsup.kernels.judge.static_checks import CONTEST_FORBIDDEN_WORDS, check_candidate_file
+from qrsup.kernels.judge.static_checks import (
+    CONTEST_FORBIDDEN_WORDS,
+    StaticCheck,
+    check_candidate_file,
+)
 from qrsup.kernels.schema import Progress, ProgressUpdate
 from qrsup.kernels.suites import Spec, Suite
 from qrsup.kernels.timing import STOPPING_RULES, inputs_per_repetition
@@ -159,25 +163,21 @@ def run_judge(
         "mode": config.mode,
         "seed": config.seed,
     }
-    changed = changed_files(config.manifest) if config.manifest is not None and static.ok else []
-    if not static.ok or changed:
+    refused = _refused(static, config.manifest)
+    if refused is not None:
         if warm is not None:
             warm.close()
-        if not static.ok:
-            return {"verdict": "rejected", "reason": static.reason, **base}
-        reason = f"{TAMPERED_REASON}: {', '.join(changed)}; nothing was judged"
-        return {"verdict": "tampered", "reason": reason, **base}
+        return {**refused, **base}
     device = "GPU" if config.device.startswith("cuda") else "CPU"
     waiting = ProgressUpdate(phase=f"waiting for the {device}")
     on_wait = partial(on_progress, waiting) if on_progress else None
     turns = DeviceTurns(config.device_turns or turn_file(config.device, os.environ), on_wait)
     launch = config.contestant_launch()
     with turns.turn():
-        referee = warm if warm is not None and warm.ready_for(launch) else None
-        if referee is None:
-            if warm is not None:
-                warm.close()
-            referee = RefereeProcess(launch)
+        if warm is not None and not warm.ready_for(launch):
+            warm.close()
+            warm = None
+        referee = warm or RefereeProcess(launch)
         try:
             run = _run_config(candidate, static.source, config, extra or {})
             key = secrets.token_bytes(32)
@@ -194,6 +194,18 @@ def run_judge(
         phases["device_wait"] = turns.waited_s
     data.pop("type", None)
     return {**data, **base, "candidate_output": output}
+
+
+def _refused(static: StaticCheck, manifest: Mapping[str, str] | None) -> dict | None:
+    """The verdict reached before any process starts, if any: a file the static checks reject,
+    or the judge's own files changed since the session started."""
+    if not static.ok:
+        return {"verdict": "rejected", "reason": static.reason}
+    changed = changed_files(manifest) if manifest is not None else []
+    if changed:
+        reason = f"{TAMPERED_REASON}: {', '.join(changed)}; nothing was judged"
+        return {"verdict": "tampered", "reason": reason}
+    return None
 
 
 def _run_config(candidate: Path, source: str, config: JudgeConfig, extra: dict) -> dict:
