@@ -10,23 +10,18 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
-from qrsup.agents.session import RunPaths
 from qrsup.agents.store import Store
 from qrsup.supervisor.progress_curve import NoFigures, progress_curve
 from qrsup.supervisor.session_summary import summarize
+from qrsup.supervisor.store_arguments import add_store_arguments, store_path
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    where = parser.add_mutually_exclusive_group(required=True)
-    where.add_argument("--workspace", type=Path)
-    where.add_argument("--store", type=Path, help="a store file brought back on its own")
-    parser.add_argument("--session", default="default")
+    add_store_arguments(parser)
     args = parser.parse_args()
-    path = args.store or RunPaths.of(args.workspace.resolve(), args.session).store
-    with Store.reader(path) as store:
+    with Store.reader(store_path(args)) as store:
         evaluations, promotions = store.evaluations(), store.promotions()
         summary = summarize(evaluations, store.iterations()).to_dict()
     try:

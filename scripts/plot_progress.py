@@ -11,9 +11,9 @@ import argparse
 import json
 from pathlib import Path
 
-from qrsup.agents.session import RunPaths
 from qrsup.agents.store import Store
 from qrsup.supervisor.progress_curve import ProgressCurve, progress_curve
+from qrsup.supervisor.store_arguments import add_store_arguments, store_path
 
 
 def plot(curve: ProgressCurve, out: Path, title: str) -> None:
@@ -47,14 +47,10 @@ def plot(curve: ProgressCurve, out: Path, title: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    where = parser.add_mutually_exclusive_group(required=True)
-    where.add_argument("--workspace", type=Path)
-    where.add_argument("--store", type=Path, help="a store file brought back on its own")
-    parser.add_argument("--session", default="default")
+    add_store_arguments(parser)
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
-    path = args.store or RunPaths.of(args.workspace.resolve(), args.session).store
-    with Store.reader(path) as store:
+    with Store.reader(store_path(args)) as store:
         curve = progress_curve(store.evaluations(), store.promotions())
     plot(curve, args.out, f"session {args.session}")
     print(json.dumps(curve.summary()))
