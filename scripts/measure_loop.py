@@ -4,9 +4,9 @@ Usage: python scripts/measure_loop.py --agents 2 --minutes 5 [--suite smoke] [--
 [--executor local ray] [--warm on off]
 Prints the session's summary (`qrsup.supervisor.session_summary`: candidates and judge runs per
 hour, the judge's overhead and where a run's time goes) and the largest resident size of an
-agent process and of a Ray driver. With `ray` the session runs on its
-own local Ray instance, stopped afterwards. `--warm off` writes `[judge] warm = false` into the
-workspace's qrsup.toml, so each judge run starts its referee on demand.
+agent process and of a Ray driver. With `ray` the session runs on its own local Ray instance,
+stopped afterwards. `--warm off` writes `[judge] warm = false` into the workspace's qrsup.toml:
+agents on a GPU then start each referee on demand (agents on the CPU always do).
 """
 
 from __future__ import annotations
