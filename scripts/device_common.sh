@@ -5,6 +5,7 @@
 # $out/NAME.txt and appends its exit status and wall time to $out/steps.txt.
 source "$(dirname "${BASH_SOURCE[0]}")/device_install.sh"
 dest=$out
+mkdir -p "$dest"
 out=$(mktemp -d)
 pack() { tar czf "$dest/results.tgz.part" -C "$out" . && mv "$dest/results.tgz.part" "$dest/results.tgz"; }
 trap pack EXIT
@@ -19,7 +20,7 @@ step() {
 # (`bash scripts/fetch_device_wheels.sh` fills it).
 install_wheels() {
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target /tmp/site .whl/*.whl || exit 1
+    --target "$site" .whl/*.whl || exit 1
   install_qrsup
   qrsup=(python -m qrsup.supervisor.cli)
 }

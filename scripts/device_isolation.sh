@@ -1,23 +1,37 @@
 #!/usr/bin/env bash
-# One device call for the judge's boundary (issue 17): its start-up cost, the shipped kernel
-# benched with the boundary on and off in the same run, the GPU tests, the isolation and cheater
-# tests, and a profile. Usage: device_isolation.sh OUT  (carry .whl: scripts/fetch_device_wheels.sh)
+# Device steps for the judge's boundary (issue 17): its start-up cost, the shipped kernel benched
+# with the boundary on (with torch.geqrf) and off in the same call, the GPU tests, the isolation
+# and cheater tests, and a profile. Usage: device_isolation.sh OUT [STEP...] (carry .whl:
+# scripts/fetch_device_wheels.sh); with no STEP, all of: bench_on bench_off cost pytest_gpu
+# pytest_isolation profile. Set CUDA_VISIBLE_DEVICES to keep the steps on one GPU.
 set -uo pipefail
 out=${1:?output directory}
+shift
 source "$(dirname "$0")/device_common.sh"
 install_wheels
 {
   date -u; id
-  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader
   python -c "import torch, triton; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'triton', triton.__version__)"
+  echo "CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-}"
 } > "$out/env.txt" 2>&1
+fast=kernels/candidates/fast_geqrf.py
 off=$(mktemp -d) && printf '[judge]\nisolation = "off"\n' > "$off/qrsup.toml"
-step cost 150 python scripts/measure_isolation_cost.py --device cuda --rounds 5
-step bench_on 200 "${qrsup[@]}" bench kernels/candidates/fast_geqrf.py --suite qr_v2 --json "$out/bench_on.json"
-step bench_off 200 "${qrsup[@]}" --workspace "$off" bench kernels/candidates/fast_geqrf.py --suite qr_v2 --json "$out/bench_off.json"
-step profile 90 "${qrsup[@]}" profile kernels/candidates/fast_geqrf.py --spec 3
-step pytest_gpu 150 python -m pytest -q -m gpu tests -p no:cacheprovider
-step pytest_isolation 200 python -m pytest -q tests/test_judge_isolation.py tests/test_judge_cheaters.py tests/test_triton_cache.py -p no:cacheprovider
+run_step() {
+  case $1 in
+    bench_on) step bench_on 200 "${qrsup[@]}" bench $fast --suite qr_v2 --baseline --json "$out/bench_on.json" ;;
+    bench_off) step bench_off 200 "${qrsup[@]}" --workspace "$off" bench $fast --suite qr_v2 --json "$out/bench_off.json" ;;
+    cost) step cost 150 python scripts/measure_isolation_cost.py --device cuda --rounds 5 ;;
+    pytest_gpu) step pytest_gpu 200 python -m pytest -q -m gpu tests -p no:cacheprovider ;;
+    pytest_isolation) step pytest_isolation 240 python -m pytest -q tests/test_judge_isolation.py \
+      tests/test_judge_cheaters.py tests/test_triton_cache.py -p no:cacheprovider ;;
+    profile) step profile 90 "${qrsup[@]}" profile $fast --spec 3 ;;
+    *) echo "unknown step: $1" >&2; exit 2 ;;
+  esac
+}
+[ $# -eq 0 ] && set -- bench_on bench_off cost pytest_gpu pytest_isolation profile
+for name in "$@"; do run_step "$name"; done
 cat "$out/env.txt" "$out/steps.txt"
-tail -n 8 "$out/cost.txt"
-tail -n 4 "$out/bench_on.txt" "$out/bench_off.txt" "$out/pytest_gpu.txt" "$out/pytest_isolation.txt" "$out/profile.txt"
+for f in cost bench_on bench_off pytest_gpu pytest_isolation profile; do
+  [ -f "$out/$f.txt" ] && { echo "== $f"; tail -n 6 "$out/$f.txt"; }
+done

@@ -1,0 +1,169 @@
+"""Run a submission file through the contest's own harness, and set its figures beside qrsup's.
+
+The harness is gpu-mode/reference-kernels' `problems/linalg/qr_v2` folder (eval.py, reference.py,
+task.py, task.yml) with `problems/pmpp_v2/utils.py` beside it; nothing of it is kept in this
+repository. Usage:
+
+    python scripts/contest_eval.py HARNESS_DIR submission.py --mode test benchmark \
+        [--qrsup-json bench.json ...] [--json out.json]
+
+Each mode runs `POPCORN_FD=... python eval.py MODE FILE` in a scratch copy of the harness, with the
+task's specs written in the harness's `key: value; ...` format. With `--qrsup-json`, every
+`qrsup bench --json` report given is compared spec by spec with the harness's benchmark means.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HARNESS_FILES = ("eval.py", "reference.py", "task.py", "utils.py")
+MODE_SPECS = {"test": "tests", "benchmark": "benchmarks", "leaderboard": "benchmarks"}
+
+
+def task_specs(task_yml: Path) -> dict[str, list[dict]]:
+    """The task's spec lists: each spec line of task.yml is a JSON object under its list key."""
+    specs: dict[str, list[dict]] = {"tests": [], "benchmarks": []}
+    current = None
+    for line in task_yml.read_text().splitlines():
+        key = line.rstrip(":").strip()
+        if not line.startswith(" ") and line.endswith(":"):
+            current = key if key in specs else None
+        elif current and line.strip().startswith("- {"):
+            specs[current].append(json.loads(line.strip()[2:]))
+    return specs
+
+
+def spec_line(spec: dict) -> str:
+    return "; ".join(f"{key}: {value}" for key, value in spec.items())
+
+
+def run_mode(harness: Path, submission: Path, mode: str, timeout_s: float) -> dict:
+    """One eval.py run in a scratch copy of the harness; its POPCORN lines parsed."""
+    specs = task_specs(harness / "task.yml")[MODE_SPECS[mode]]
+    with tempfile.TemporaryDirectory(prefix="contest-eval-") as scratch:
+        work = Path(scratch)
+        for name in HARNESS_FILES:
+            shutil.copy(harness / name, work / name)
+        shutil.copy(submission, work / "submission.py")
+        (work / "specs.txt").write_text("\n".join(spec_line(s) for s in specs) + "\n")
+        read_end, write_end = os.pipe()
+        env = {**os.environ, "POPCORN_FD": str(write_end)}
+        start = time.monotonic()
+        with open(work / "stdout.txt", "w") as stdout:
+            process = subprocess.Popen(
+                [sys.executable, "eval.py", mode, "specs.txt"],
+                cwd=work,
+                env=env,
+                pass_fds=(write_end,),
+                stdout=stdout,
+                stderr=subprocess.STDOUT,
+            )
+            os.close(write_end)
+            with os.fdopen(read_end) as popcorn:
+                lines = popcorn.read().splitlines()
+            try:
+                returncode = process.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                returncode = None
+        output = (work / "stdout.txt").read_text()
+    fields = dict(line.split(": ", 1) for line in lines if ": " in line)
+    return {
+        "mode": mode,
+        "returncode": returncode,
+        "wall_s": round(time.monotonic() - start, 1),
+        "fields": fields,
+        "output_tail": output[-2000:],
+    }
+
+
+def harness_means_ns(result: dict) -> dict[str, float]:
+    """Benchmark means by spec line (eval.py logs nanoseconds)."""
+    fields = result["fields"]
+    count = int(fields.get("benchmark-count", 0))
+    return {
+        fields[f"benchmark.{i}.spec"]: float(fields[f"benchmark.{i}.mean"])
+        for i in range(count)
+        if f"benchmark.{i}.mean" in fields
+    }
+
+
+def qrsup_means_ns(report_json: Path) -> dict[str, float]:
+    report = json.loads(report_json.read_text())["report"]
+    return {
+        spec_line(spec["spec"]): spec["stats"]["mean_ns"]
+        for spec in report["specs"]
+        if spec["kind"] == "benchmark" and spec.get("stats")
+    }
+
+
+def geomean(values: list[float]) -> float:
+    product = 1.0
+    for value in values:
+        product *= value
+    return product ** (1 / len(values)) if values else float("nan")
+
+
+def comparison_table(harness: dict[str, float], others: dict[str, dict[str, float]]) -> str:
+    """One row per harness spec: its mean, then each qrsup report's and the ratio to it."""
+    names = list(others)
+    header = ["spec", "eval.py (ms)"] + [f"{name} (ms, ratio)" for name in names]
+    rows = [" | ".join(header), " | ".join("---" for _ in header)]
+    for spec, mean in harness.items():
+        cells = [spec, f"{mean / 1e6:.4f}"]
+        for name in names:
+            theirs = others[name].get(_same_spec(spec, others[name]))
+            cells.append(f"{theirs / 1e6:.4f} ({theirs / mean:.3f})" if theirs else "—")
+        rows.append(" | ".join(cells))
+    cells = ["geomean", f"{geomean(list(harness.values())) / 1e6:.4f}"]
+    for name in names:
+        cells.append(f"{geomean(list(others[name].values())) / 1e6:.4f}")
+    rows.append(" | ".join(cells))
+    return "\n".join(rows)
+
+
+def _same_spec(line: str, theirs: dict[str, float]) -> str:
+    """qrsup writes `case: dense` where the task leaves the case out; match on the rest."""
+    wanted = {part.strip() for part in line.split(";")} - {"case: dense"}
+    for key in theirs:
+        if {part.strip() for part in key.split(";")} - {"case: dense"} == wanted:
+            return key
+    return line
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("harness", type=Path)
+    parser.add_argument("submission", type=Path)
+    parser.add_argument("--mode", nargs="+", default=["test", "benchmark"], choices=MODE_SPECS)
+    parser.add_argument("--timeout-s", type=float, default=480.0)
+    parser.add_argument("--qrsup-json", type=Path, nargs="*", default=[])
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    results = [run_mode(args.harness, args.submission, m, args.timeout_s) for m in args.mode]
+    for result in results:
+        fields = result["fields"]
+        print(f"== eval.py {result['mode']}: rc={result['returncode']} wall={result['wall_s']}s")
+        for key, value in fields.items():
+            print(f"{key}: {value}")
+        if result["returncode"] != 0:
+            print(result["output_tail"])
+    bench = next((r for r in results if r["mode"] != "test"), None)
+    if bench and args.qrsup_json:
+        others = {path.stem: qrsup_means_ns(path) for path in args.qrsup_json if path.exists()}
+        print(comparison_table(harness_means_ns(bench), others))
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1))
+    return 0 if all(r["returncode"] == 0 for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
