@@ -69,6 +69,39 @@ def householder_tile(p, BLOCK_M: tl.constexpr, NB: tl.constexpr, PAIR_REDUCE: tl
 
 
 @triton.jit
+def factor_and_store(
+    p,  # BLOCK_M × NB: the panel's rows [col0, n), already at the working scale
+    dst,  # one matrix of H
+    tau,  # its taus
+    t,  # where the panel's T goes (NB × NB at row stride t_sr)
+    m,  # n − col0
+    col0,
+    scale,  # R is divided by this as it is stored
+    dst_sr,
+    dst_sc,
+    t_sr,
+    BLOCK_M: tl.constexpr,
+    NB: tl.constexpr,
+    PAIR_REDUCE: tl.constexpr,
+):
+    """Factor a loaded panel and store its V/R, taus and T; shared by the panel programs of
+    qr_panel_kernel and qr_lookahead_kernel."""
+    ncols = tl.minimum(m, NB)
+    r = tl.arange(0, BLOCK_M)
+    c = tl.arange(0, NB)
+    mask = (r[:, None] < m) & (c[None, :] < ncols)
+    p, tt, taus = householder_tile(p, BLOCK_M, NB, PAIR_REDUCE)
+    rows = r[:, None]  # BLOCK_M × 1
+    cols = c[None, :]  # 1 × NB
+    t_rows = c[:, None]  # NB × 1
+    unscaled = tl.where(rows <= cols, p / scale, p)  # R back to A's scale
+    offs_dst = (col0 + r)[:, None] * dst_sr + (col0 + c)[None, :] * dst_sc
+    tl.store(dst + offs_dst, unscaled, mask=mask)
+    tl.store(tau + col0 + cols, taus, mask=cols < ncols)
+    tl.store(t + t_rows * t_sr + cols, tt)
+
+
+@triton.jit
 def qr_panel_kernel(
     src_ptr,  # batch × n × n: the panel's columns are read from here (A for the first panel)
     dst_ptr,  # batch × n × n: H, written with R (upper) and V (strictly lower)
@@ -109,12 +142,7 @@ def qr_panel_kernel(
     # Only the first panel reads A; later panels read H, which is already scaled.
     p = p * tl.where(col0 == 0, scale, 1.0)
 
-    p, t, taus = householder_tile(p, BLOCK_M, NB, PAIR_REDUCE)
-    rows = r[:, None]  # BLOCK_M × 1
-    cols = c[None, :]  # 1 × NB
-    t_rows = c[:, None]  # NB × 1
-    unscaled = tl.where(rows <= cols, p / scale, p)  # R back to A's scale
-    offs_dst = (col0 + r)[:, None] * dst_sr + (col0 + c)[None, :] * dst_sc
-    tl.store(dst_ptr + b * dst_sb + offs_dst, unscaled, mask=mask)
-    tl.store(tau_ptr + b * tau_sb + col0 + cols, taus, mask=cols < ncols)
-    tl.store(t_ptr + b * t_sb + t_rows * t_sr + cols, t)
+    factor_and_store(
+        p, dst_ptr + b * dst_sb, tau_ptr + b * tau_sb, t_ptr + b * t_sb, m, col0, scale,
+        dst_sr, dst_sc, t_sr, BLOCK_M, NB, PAIR_REDUCE,
+    )  # fmt: skip
