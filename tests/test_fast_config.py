@@ -13,7 +13,7 @@ from qrsup.kernels.fast.config import (
     load_config,
     parse_config,
 )
-from qrsup.kernels.fast.plan import FusedOp, TFactorOp, UpdateOp, make_plan
+from qrsup.kernels.fast.plan import FusedOp, LookaheadOp, PanelOp, TFactorOp, UpdateOp, make_plan
 
 
 def _shipped() -> dict:
@@ -139,3 +139,28 @@ def test_row_split_gram_sizes_its_parts_buffer() -> None:
     assert joins and all(op.gram_rows % shape.update_block_m == 0 for op in joins if op.gram_rows)
     assert plan.g_slabs == -(-4096 // 256)
     assert joins[-1].gram_rows == 0 or 4096 - joins[-1].col > 256
+
+
+def test_lookahead_merges_each_fused_update_with_the_next_panel_and_alternates_t_slots() -> None:
+    shape = dataclasses.replace(
+        load_config(DEFAULT_CONFIGS).for_shape(640, 512),
+        block_width=64,
+        panel_width=16,
+        update_split_below=0,
+        lookahead=True,
+    )
+    plan = make_plan(640, 512, shape)
+    plain = make_plan(640, 512, dataclasses.replace(shape, lookahead=False))
+    assert plan is not None and plain is not None
+    merged = [op for op in plan.ops if isinstance(op, LookaheadOp)]
+    assert len(merged) == len(plain.panels) - 1
+    assert sum(isinstance(op, PanelOp) for op in plan.ops) == 1
+    assert [dataclasses.replace(p, t_slot=0) for p in plan.panels] == list(plain.panels)
+    assert plan.t_slots == 2
+    for op in merged:
+        assert op.update.c_start == op.panel.col and op.rest_start == op.panel.col + op.panel.nb
+        first_of_block = op.panel.t_offset == 0
+        assert (op.panel.t_slot != op.update.t_slot) == first_of_block
+    split = make_plan(2, 512, dataclasses.replace(shape, update_split_below=65536))
+    assert split is not None
+    assert not any(isinstance(op, LookaheadOp) for op in split.ops)

@@ -70,6 +70,10 @@ class ShapeConfig:
     """Warps of the fused path's program, which runs every stage of one matrix."""
     graph: bool
     """Capture the launch sequence once per shape and replay it as a CUDA graph."""
+    lookahead: bool
+    """Merge each fused update with the panel that follows it into one launch: the panel's own
+    columns are updated and factored by one program per matrix while the other programs update
+    the rest, so the panel's reflector chain overlaps the trailing update (lookahead.py)."""
 
     def matches(self, batch: int, n: int) -> bool:
         """Whether a batch × n × n input belongs to this class."""

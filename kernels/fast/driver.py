@@ -10,8 +10,9 @@ import torch
 import triton
 
 from .fused import qr_fused_kernel
+from .lookahead import qr_lookahead_kernel
 from .panel import qr_panel_kernel
-from .plan import FusedOp, PanelOp, Plan, TFactorOp, UpdateOp, dot_width
+from .plan import FusedOp, LookaheadOp, PanelOp, Plan, TFactorOp, UpdateOp, dot_width
 from .scale import qr_amax_kernel
 from .tfactor import qr_gram_kernel, qr_tfactor_kernel
 from .update import qr_update_kernel
@@ -27,7 +28,7 @@ class Buffers:
 
     h: torch.Tensor  # batch × n × n
     tau: torch.Tensor  # batch × n
-    t: torch.Tensor  # batch × t_width × t_width
+    t: torch.Tensor  # batch × (t_slots · t_width) × t_width: the T slots stacked
     w: torch.Tensor  # batch × w_width × n (row-split updates only)
     g: torch.Tensor  # batch × g_slabs × t_width × t_width (row-split T joins only)
     amax: torch.Tensor  # batch
@@ -38,7 +39,7 @@ class Buffers:
         shares one allocation, since small shapes pay per allocation."""
         batch, n, tw = a.shape[0], a.shape[-1], plan.t_width
         shapes = (
-            (batch, tw, tw),
+            (batch, plan.t_slots * tw, tw),
             (batch, plan.w_width, n),
             (batch, plan.g_slabs, tw, tw),
             (batch,),
@@ -73,6 +74,14 @@ def run_plan(a: torch.Tensor, plan: Plan, out: Buffers) -> None:
             _update(a if op.col == 0 else out.h, plan, op, out)
         elif isinstance(op, TFactorOp):
             _tfactor(plan, op, out)
+        elif isinstance(op, LookaheadOp):
+            _lookahead(a if op.update.col == 0 else out.h, plan, op, out)
+
+
+def _t_at(plan: Plan, out: Buffers, slot: int, offset: int) -> torch.Tensor:
+    """The T slot `slot` from its diagonal element `offset` on (batch × rows × cols view)."""
+    row = slot * plan.t_width + offset
+    return out.t[:, row:, offset:]
 
 
 def _fused(a: torch.Tensor, plan: Plan, op: FusedOp, out: Buffers) -> None:
@@ -89,7 +98,7 @@ def _fused(a: torch.Tensor, plan: Plan, op: FusedOp, out: Buffers) -> None:
 
 
 def _panel(src: torch.Tensor, plan: Plan, op: PanelOp, out: Buffers, single: bool) -> None:
-    t = out.t[:, op.t_offset :, op.t_offset :]
+    t = _t_at(plan, out, op.t_slot, op.t_offset)
     qr_panel_kernel[(plan.batch,)](
         src, out.h, out.tau, t, out.amax, plan.n, op.col,
         *src.stride(), *out.h.stride(), out.tau.stride(0), t.stride(0), t.stride(1),
@@ -100,7 +109,7 @@ def _panel(src: torch.Tensor, plan: Plan, op: PanelOp, out: Buffers, single: boo
 
 def _update(src: torch.Tensor, plan: Plan, op: UpdateOp, out: Buffers) -> None:
     shape, h = plan.shape, out.h
-    t = out.t[:, op.t_offset :, op.t_offset :]
+    t = _t_at(plan, out, op.t_slot, op.t_offset)
     col_blocks = triton.cdiv(op.c_end - op.c_start, shape.update_block_n)
     tiles = dict(NBP=op.dot_width, BM=shape.update_block_m, BN=shape.update_block_n)
     tiles |= dict(PRECISION=shape.update_precision, num_warps=shape.update_warps)
@@ -126,8 +135,25 @@ def _update(src: torch.Tensor, plan: Plan, op: UpdateOp, out: Buffers) -> None:
     )  # fmt: skip
 
 
+def _lookahead(src: torch.Tensor, plan: Plan, op: LookaheadOp, out: Buffers) -> None:
+    shape, h, up, panel = plan.shape, out.h, op.update, op.panel
+    t = _t_at(plan, out, up.t_slot, up.t_offset)
+    tp = _t_at(plan, out, panel.t_slot, panel.t_offset)
+    rest = triton.cdiv(max(0, up.c_end - op.rest_start), shape.update_block_n)
+    qr_lookahead_kernel[(plan.batch, 1 + rest)](
+        src, h, out.tau, t, tp, out.amax, plan.n, up.col, up.nb, panel.col, up.c_end,
+        *src.stride(), *h.stride(), out.tau.stride(0), t.stride(0), t.stride(1),
+        NBP=up.dot_width, BM=shape.update_block_m, BN=shape.update_block_n,
+        PANEL_M=panel.block_m, PNB=panel.nb, PNBP=dot_width(panel.nb),
+        PRECISION=shape.update_precision, APPLY_PRECISION=shape.update_apply_precision,
+        PAIR_REDUCE=shape.panel_pair_reduce and src.is_cuda,
+        num_warps=op.warps, num_stages=shape.update_stages,
+    )  # fmt: skip
+
+
 def _tfactor(plan: Plan, op: TFactorOp, out: Buffers) -> None:
-    h, t, g, shape = out.h, out.t, out.g, plan.shape
+    h, g, shape = out.h, out.g, plan.shape
+    t = _t_at(plan, out, op.t_slot, 0)
     tiles = dict(KBP=op.dot_width, BM=shape.update_block_m, PRECISION=shape.t_precision)
     slabs = triton.cdiv(plan.n - op.col, op.gram_rows) if op.gram_rows else 0
     if slabs:

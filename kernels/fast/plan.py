@@ -5,6 +5,9 @@ until rows × width fits the panel program's register budget). After each panel 
 rest of its block is updated; then the block's T is joined from its panels' T's and the trailing
 matrix is updated once for the whole block. A block of one panel is the plain blocked algorithm.
 The fused path runs that same schedule inside one program per matrix: its plan is one launch.
+With `lookahead`, each fused update and the panel right after it become one launch
+(LookaheadOp); blocks then alternate between two T slots, since the next block's first panel
+writes its T while that launch's update programs still read the finished block's T.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ class PanelOp:
     warps: int
     t_offset: int
     """Where its T goes on the diagonal of the block's T buffer."""
+    t_slot: int = 0
+    """Which of the plan's T buffers holds its block's T."""
 
 
 @dataclass(frozen=True)
@@ -45,6 +50,7 @@ class UpdateOp:
     c_end: int
     slab_rows: int
     """0: one fused program per column block; else row slabs of this many rows (update_split)."""
+    t_slot: int = 0
 
 
 @dataclass(frozen=True)
@@ -58,6 +64,23 @@ class TFactorOp:
     warps: int
     gram_rows: int
     """0: the join sums VᵀV itself; else row slabs of this many rows sum it first (qr_gram)."""
+    t_slot: int = 0
+
+
+@dataclass(frozen=True)
+class LookaheadOp:
+    """One launch: `update`'s reflectors reach `panel`'s columns and `panel` is factored, one
+    program per matrix, while the other programs apply `update` to [panel end, update.c_end)."""
+
+    update: UpdateOp
+    panel: PanelOp
+    warps: int
+    """Warps of the launch: the panel's, or the update's where that is more."""
+
+    @property
+    def rest_start(self) -> int:
+        """First column the update programs own (the panel program owns those before it)."""
+        return self.panel.col + self.panel.nb
 
 
 @dataclass(frozen=True)
@@ -71,7 +94,7 @@ class FusedOp:
     warps: int
 
 
-Op = PanelOp | UpdateOp | TFactorOp | FusedOp
+Op = PanelOp | UpdateOp | TFactorOp | FusedOp | LookaheadOp
 
 
 @dataclass(frozen=True)
@@ -88,11 +111,17 @@ class Plan:
     g_slabs: int
     """Parts of G per matrix for row-split T joins (0 when no join splits)."""
     shape: ShapeConfig
+    t_slots: int = 1
+    """How many T buffers (2 where lookahead overlaps one block's update with the next's panel)."""
 
     @property
     def panels(self) -> tuple[PanelOp, ...]:
-        """The panel launches, left to right."""
-        return tuple(op for op in self.ops if isinstance(op, PanelOp))
+        """The panels, left to right, whether launched alone or inside a LookaheadOp."""
+        return tuple(
+            op.panel if isinstance(op, LookaheadOp) else op
+            for op in self.ops
+            if isinstance(op, PanelOp | LookaheadOp)
+        )
 
 
 def next_pow2(x: int) -> int:
@@ -117,34 +146,61 @@ def make_plan(batch: int, n: int, shape: ShapeConfig) -> Plan | None:
         if nb is not None:
             return _fused_plan(batch, n, nb, shape)
     ops: list[Op] = []
-    col = 0
+    col = block = 0
     while col < n:
         nb = _panel_width(n - col, shape)
         if nb is None:
             return None
         width = min(max(shape.block_width, nb), n - col)
         end = col + width
+        slot = block % 2 if shape.lookahead else 0
         for p in range(col, end, nb):
-            ops.append(_panel(p, nb, n, p - col, shape))
+            ops.append(_panel(p, nb, n, p - col, shape, slot))
             if p + nb < end:
-                ops.append(_update(batch, p, nb, p - col, p + nb, end, shape))
+                ops.append(_update(batch, p, nb, p - col, p + nb, end, shape, slot))
         if width > nb:
             warps = 4 if dot_width(width) <= 64 else 8
             gram_rows = _gram_rows(n - col, shape)
-            ops.append(TFactorOp(col, width, nb, dot_width(width), warps, gram_rows))
+            ops.append(TFactorOp(col, width, nb, dot_width(width), warps, gram_rows, slot))
         if end < n:
-            ops.append(_update(batch, col, width, 0, end, n, shape))
-        col = end
+            ops.append(_update(batch, col, width, 0, end, n, shape, slot))
+        col, block = end, block + 1
+    if shape.lookahead:
+        ops = _look_ahead(ops, shape)
+    parts = [op for op in ops if not isinstance(op, LookaheadOp)]
+    parts += [part for op in ops if isinstance(op, LookaheadOp) for part in (op.update, op.panel)]
     t_width = max(
         [DOT_MIN]
-        + [op.t_offset + op.nb for op in ops if isinstance(op, PanelOp)]
-        + [op.dot_width for op in ops if not isinstance(op, PanelOp)]
+        + [op.t_offset + op.nb for op in parts if isinstance(op, PanelOp)]
+        + [op.dot_width for op in parts if not isinstance(op, PanelOp)]
     )
-    split = [op.dot_width for op in ops if isinstance(op, UpdateOp) and op.slab_rows]
+    t_slots = 1 + max((op.t_slot for op in parts), default=0)
+    split = [op.dot_width for op in parts if isinstance(op, UpdateOp) and op.slab_rows]
     slabs = [
-        -(-(n - op.col) // op.gram_rows) for op in ops if isinstance(op, TFactorOp) and op.gram_rows
+        -(-(n - op.col) // op.gram_rows)
+        for op in parts
+        if isinstance(op, TFactorOp) and op.gram_rows
     ]
-    return Plan(batch, n, tuple(ops), t_width, max(split, default=0), max(slabs, default=0), shape)
+    w_width, g_slabs = max(split, default=0), max(slabs, default=0)
+    return Plan(batch, n, tuple(ops), t_width, w_width, g_slabs, shape, t_slots)
+
+
+def _look_ahead(ops: list[Op], shape: ShapeConfig) -> list[Op]:
+    """Each fused update merged with the panel that starts at its first column."""
+    merged: list[Op] = []
+    for op in ops:
+        before = merged[-1] if merged else None
+        if (
+            isinstance(op, PanelOp)
+            and isinstance(before, UpdateOp)
+            and not before.slab_rows
+            and before.c_start == op.col
+        ):
+            warps = max(op.warps, shape.update_warps)
+            merged[-1] = LookaheadOp(update=before, panel=op, warps=warps)
+        else:
+            merged.append(op)
+    return merged
 
 
 def _fused_plan(batch: int, n: int, nb: int, shape: ShapeConfig) -> Plan:
@@ -171,19 +227,26 @@ def _panel_width(rows: int, shape: ShapeConfig) -> int | None:
     return nb if block_m * nb <= shape.max_panel_elems else None
 
 
-def _panel(col: int, nb: int, n: int, t_offset: int, shape: ShapeConfig) -> PanelOp:
+def _panel(col: int, nb: int, n: int, t_offset: int, shape: ShapeConfig, slot: int) -> PanelOp:
     block_m = max(MIN_BLOCK_M, next_pow2(n - col))
     threads = block_m * nb // shape.panel_elems_per_thread
     warps = min(MAX_WARPS, max(1, next_pow2(max(1, threads // 32))))
-    return PanelOp(col, nb, block_m, warps, t_offset)
+    return PanelOp(col, nb, block_m, warps, t_offset, slot)
 
 
 def _update(
-    batch: int, col: int, nb: int, t_offset: int, c_start: int, c_end: int, shape: ShapeConfig
+    batch: int,
+    col: int,
+    nb: int,
+    t_offset: int,
+    c_start: int,
+    c_end: int,
+    shape: ShapeConfig,
+    slot: int,
 ) -> UpdateOp:
     col_blocks = -(-(c_end - c_start) // shape.update_block_n)
     slab_rows = 0
     if batch * col_blocks < shape.update_split_below:
         bm = shape.update_block_m
         slab_rows = -(-max(shape.update_split_rows, bm) // bm) * bm
-    return UpdateOp(col, nb, dot_width(nb), t_offset, c_start, c_end, slab_rows)
+    return UpdateOp(col, nb, dot_width(nb), t_offset, c_start, c_end, slab_rows, slot)
