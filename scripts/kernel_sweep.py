@@ -1,15 +1,17 @@
 """Device-side structural sweep of the fast geqrf, sized for one short device lease.
 
 Per shape class, every variant (the class's shipped point changed by a few knobs: path, blocking,
-per-product precision, row-split Gram) first runs the class's qr_v2 test specs, and extra
-rowscale/band/mixed specs, through the gates in parallel worker processes (which also compiles
+per-product precision, row-split Gram, look-ahead) first runs the class's qr_v2 test specs, and
+extra rowscale/band/mixed specs, through the gates in parallel worker processes (which also compiles
 every kernel into the shared Triton cache); the variants that pass with margin are then timed in
 one process on the class's benchmark specs (each benchmark spec's first input is checked too),
 and the fastest becomes the class's point.
 
 `python scripts/kernel_sweep.py --out DIR [--workers N]` writes DIR/sweep.json, DIR/configs.toml
 (the chosen point per class) and DIR/profile.txt, and prints a short table last. Its timings steer
-choices only; claims come from `qrsup bench` on the configs it wrote.
+choices only; claims come from `qrsup bench` on the configs it wrote. `--only KNOB` keeps, per
+class, the shipped point and the variants that set KNOB (e.g. `--only lookahead`), so one short
+call measures one idea against the current configs.
 """
 
 from __future__ import annotations
@@ -42,13 +44,22 @@ FUSED = {"path": "fused", "graph": False}
 SAFE = {"update_precision": "tf32x3", "update_apply_precision": "tf32x3", "t_precision": "tf32x3"}
 ALL_TF32 = {"update_precision": "tf32", "update_apply_precision": "tf32", "t_precision": "tf32"}
 ALWAYS_SPLIT = {"update_split_below": 65536}
+LOOKAHEAD = {"lookahead": True}
+NEVER_SPLIT = {"update_split_below": 0}  # every update fused, so every panel gets a look-ahead
 
 # Knob changes tried per shape class, each against the class's shipped point. Every class with a
 # relaxed precision lists SAFE (3×TF32 everywhere) so that some variant passes with margin.
 VARIANTS: dict[str, list[dict[str, object]]] = {
     "single-panel": [{"graph": True}],
-    "small": [{"panel_width": 16}, {"panel_width": 16, "block_width": 64}],
+    "small": [
+        {"panel_width": 16},
+        {"panel_width": 16, "block_width": 64},
+        LOOKAHEAD,
+        {**LOOKAHEAD, **NEVER_SPLIT},
+    ],
     "medium": [
+        LOOKAHEAD,
+        {**LOOKAHEAD, "panel_width": 32},
         {"update_block_n": 32},
         {"update_warps": 8},
         {"update_stages": 3},
@@ -57,8 +68,21 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         {**ALWAYS_SPLIT, "update_split_rows": 256},
         {**FUSED, "panel_width": 16, "block_width": 32, "fused_warps": 8},
     ],
-    "medium-1024": [SAFE, {"panel_width": 16}, {"t_gram_rows": 256}, {"update_block_n": 32}],
-    "large": [SAFE, {"max_panel_elems": 65536}, {"t_gram_rows": 512}],
+    "medium-1024": [
+        LOOKAHEAD,
+        {**LOOKAHEAD, "panel_elems_per_thread": 128},
+        {**LOOKAHEAD, **NEVER_SPLIT},
+        SAFE,
+        {"panel_width": 16},
+        {"t_gram_rows": 256},
+        {"update_block_n": 32},
+    ],
+    "large": [
+        {**LOOKAHEAD, "update_split_below": 132},
+        SAFE,
+        {"max_panel_elems": 65536},
+        {"t_gram_rows": 512},
+    ],
     "huge": [
         SAFE,
         {**ALL_TF32, "t_gram_rows": 256},
@@ -218,6 +242,9 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--workers", type=int, default=12)
     parser.add_argument("--classes", default="", help="comma-separated classes (default: all)")
+    parser.add_argument(
+        "--only", default="", help="try only the variants that set this knob (and shipped points)"
+    )
     parser.add_argument("--check-s", type=float, default=150.0, help="time allowed for checks")
     parser.add_argument("--time-s", type=float, default=120.0, help="time allowed for timing")
     args = parser.parse_args()
@@ -226,7 +253,12 @@ def main() -> None:
     names = [s.name for s in base.shapes]
     if args.classes:
         names = [n for n in names if n in args.classes.split(",")]
-    tasks = [(name, knobs) for name in names for knobs in [{}, *VARIANTS.get(name, [])]]
+    tasks = [
+        (name, knobs)
+        for name in names
+        for knobs in [{}, *VARIANTS.get(name, [])]
+        if not args.only or not knobs or args.only in knobs
+    ]
 
     start = time.perf_counter()
     checks = run_checks(tasks, args.workers, start + args.check_s)
