@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from qrsup.kernels.judge.integrity import CUDA_TOLERANCE, Cycle, CycleBaseline, judge_integrity
+from qrsup.kernels.judge.integrity import (
+    CPU_TOLERANCE,
+    CUDA_TOLERANCE,
+    Cycle,
+    CycleBaseline,
+    judge_integrity,
+)
 from qrsup.kernels.judge.referee import _abort_check_due, _far_beyond
 
 MS = 1_000_000
@@ -48,3 +54,39 @@ def test_far_beyond_the_allowance_stops_early_but_a_near_miss_does_not():
 
 def test_integrity_is_looked_at_early_on_a_doubling_schedule():
     assert [n for n in range(1, 70) if _abort_check_due(n)] == [4, 8, 16, 32, 64]
+
+
+WINDOW_BASELINE = CycleBaseline(
+    cycle_ns=6 * MS, export_cycle_ns=7 * MS, jitter_ns=0.1 * MS, window_ns=0.2 * MS
+)
+
+
+def _side_queue_cycles(hidden_ms: float, window_wait_ms: float = 0.0) -> list[Cycle]:
+    """A kernel that claims 0.05 ms while `hidden_ms` of device work drains after its events:
+    the reply, and so the referee's window, waits for it."""
+    claimed = 0.05 * MS
+    window = claimed + 0.2 * MS + (hidden_ms + window_wait_ms) * MS
+    cycle = WINDOW_BASELINE.cycle_ns + window
+    return [
+        Cycle(claimed, window, cycle, 0.0, False, window_wait_ns=window_wait_ms * MS)
+        for _ in range(20)
+    ]
+
+
+def test_work_draining_after_the_events_fails_the_window_though_the_cycle_hides_it():
+    """2.4 ms hidden beside a 6 ms harness cycle is inside the cycle's slack (0.6 + 3 ms)."""
+    verdict = judge_integrity(_side_queue_cycles(2.4), WINDOW_BASELINE, CUDA_TOLERANCE)
+    assert not verdict.ok
+    assert "timed-window" in verdict.reason
+    assert abs(verdict.unaccounted_ns - 2.4 * MS) < 0.01 * MS
+
+
+def test_an_honest_window_and_a_busy_hosts_toll_in_it_pass():
+    assert judge_integrity(_side_queue_cycles(0.0), WINDOW_BASELINE, CUDA_TOLERANCE).ok
+    busy = judge_integrity(_side_queue_cycles(0.0, 3.0), WINDOW_BASELINE, CUDA_TOLERANCE)
+    assert busy.ok, busy.reason
+
+
+def test_the_cpu_judges_no_window_of_its_own():
+    """On the CPU hidden threads are charged by CPU accounting; the window is not looked at."""
+    assert judge_integrity(_side_queue_cycles(2.4), WINDOW_BASELINE, CPU_TOLERANCE).ok

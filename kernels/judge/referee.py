@@ -220,6 +220,7 @@ class Referee:
                 cycle_ns=statistics.median(c.harness_ns for c in plain),
                 export_cycle_ns=exported.harness_ns,
                 jitter_ns=jitter,
+                window_ns=statistics.median(c.window_overhead_ns for c in plain),
             )
 
     def _load(self) -> str:
@@ -255,12 +256,12 @@ class Referee:
         reply, _ = self._ask({"op": "prepare", "spec": shape, "seeds": seeds}, "prepare", "prepare")
         if not reply.get("ok"):
             raise ContestantFailure("crash", f"prepare: the harness failed: {reply.get('error')}")
-        before_go = _Reading.of(proc)
+        before_go, own_wait_before_go = _Reading.of(proc), schedstat()[1]
         timeout_key = "first_call" if outcome is not None and outcome.calls == 0 else "call"
         reply, window = self._ask(
             {"op": "go", "calibrate": calibrate}, timeout_key, "custom_kernel"
         )
-        after_go = _Reading.of(proc)
+        after_go, own_wait_in_window = _Reading.of(proc), schedstat()[1] - own_wait_before_go
         if not reply.get("ok"):
             if outcome is not None:
                 status = "memory" if reply.get("kind") == "memory" else "error"
@@ -280,6 +281,8 @@ class Referee:
             raise _Stop
         outside = before_go.since(start).plus(end.since(after_go))
         excused = self._excusable(outside, (wall_end - wall_start) - window)
+        inside = after_go.since(before_go)
+        window_excused = self._excusable(inside, window - claimed)
         return Cycle(
             claimed_ns=float(claimed),
             window_ns=float(window),
@@ -287,16 +290,18 @@ class Referee:
             cpu_outside_ns=float(outside.cpu_ns),
             exported=exported,
             host_wait_ns=float(own_wait + outside.wait_ns) if excused else 0.0,
+            window_wait_ns=float(own_wait_in_window + inside.wait_ns) if window_excused else 0.0,
         )
 
-    def _excusable(self, outside: _Reading, wall_outside_ns: float) -> bool:
-        """Whether a wait for a CPU outside the window is the host's toll. On a GPU the harness
-        outside the window leaves the contestant's other threads idle; when they ran anyway, the
-        contestant may be starving its own main thread (and the referee) to pass hidden work off
-        as a busy host, so nothing is excused. On the CPU the harness itself is multi-threaded,
-        so the two cannot be told apart and nothing is excused either."""
-        slack = max(OTHER_THREADS_SLACK_NS, OTHER_THREADS_SHARE * wall_outside_ns)
-        return self.device.type == "cuda" and outside.others_ns <= slack
+    def _excusable(self, stretch: _Reading, wall_ns: float) -> bool:
+        """Whether a wait for a CPU during a stretch of the cycle (outside the window, or the
+        window itself) is the host's toll. On a GPU the harness leaves the contestant's other
+        threads idle; when they ran anyway, the contestant may be starving its own main thread
+        (and the referee) to pass hidden work off as a busy host, so nothing is excused. On the
+        CPU the harness itself is multi-threaded, so the two cannot be told apart and nothing is
+        excused either."""
+        slack = max(OTHER_THREADS_SLACK_NS, OTHER_THREADS_SHARE * wall_ns)
+        return self.device.type == "cuda" and stretch.others_ns <= slack
 
     def _run_test(self, outcome: SpecOutcome) -> None:
         seeds = [outcome.spec.seed]
