@@ -2,14 +2,13 @@
 # One device call for the fast kernel's structural work: the sweep (scripts/kernel_sweep.py), then
 # the claim on the configs it chose: `qrsup test` and `qrsup bench --baseline` (contest rule).
 # Usage: kernel_device.sh OUT [SWEEP_ARGS...]; results come back packed in OUT/results.tgz, and the
-# chosen configs and the short tables as separate files in OUT.
+# chosen configs and the short tables as separate files in OUT. Carry .whl.
 set -uo pipefail
 out=${1:?output directory}
 shift
-qrsup=(python -m qrsup.supervisor.cli)
 results=$out
 source "$(dirname "$0")/device_common.sh"
-install_qrsup
+install_wheels  # the CLI imports the proposers, whose wheels travel in .whl
 {
   date -u
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv,noheader

@@ -8,6 +8,7 @@ from qrsup.kernels.judge.integrity import (
     Cycle,
     CycleBaseline,
     judge_integrity,
+    spec_baseline,
 )
 from qrsup.kernels.judge.referee import _abort_check_due, _far_beyond
 
@@ -90,3 +91,27 @@ def test_an_honest_window_and_a_busy_hosts_toll_in_it_pass():
 def test_the_cpu_judges_no_window_of_its_own():
     """On the CPU hidden threads are charged by CPU accounting; the window is not looked at."""
     assert judge_integrity(_side_queue_cycles(2.4), WINDOW_BASELINE, CPU_TOLERANCE).ok
+
+
+def _mixed_cycles(prepare_ms: list[float], claimed_ms: float, hidden_ms: float = 0.0) -> list:
+    """Cycles whose input generation costs what `prepare_ms` says (a mixed batch's varies)."""
+    return [
+        Cycle(claimed_ms * MS, claimed_ms * MS, (cost + claimed_ms + hidden_ms) * MS, 0.0, False)
+        for cost in prepare_ms
+    ]
+
+
+def test_a_spec_whose_inputs_cost_more_on_some_seeds_is_calibrated_with_that_spread():
+    """The H200 case: 640×512 mixed generates in 40–100 ms; an honest median of three unlucky
+    repetitions once landed 34 ms above a fixed-seed baseline and failed."""
+    calibration = _mixed_cycles([40.0, 55.0, 70.0, 85.0, 100.0], 0.0)
+    exported = _mixed_cycles([70.0], 0.0)[0]
+    baseline = spec_baseline(calibration, exported, harness_jitter_ns=0.1 * MS)
+    assert baseline.cycle_ns == 70.0 * MS
+    assert baseline.jitter_ns == 30.0 * MS
+    unlucky = judge_integrity(_mixed_cycles([95.0, 100.0, 104.0], 8.7), baseline, CUDA_TOLERANCE)
+    assert unlucky.ok, unlucky.reason
+    hidden = judge_integrity(
+        _mixed_cycles([40.0, 70.0, 100.0], 8.7, hidden_ms=80.0), baseline, CUDA_TOLERANCE
+    )
+    assert not hidden.ok

@@ -150,6 +150,8 @@ def test_work_hidden_on_a_side_queue_fails_integrity_within_seconds_under_the_co
     cheater = CHEATERS / "hides_work_on_a_side_queue.py"
     suite = Suite("hidden", tests=(), benchmarks=(Spec(8, 512, 1, "dense", 5),))
     report = judge(cheater, "bench", device="cuda", rule="contest", suite=suite)
-    assert report.verdict == "fail", report.reason
+    spec = report.specs[0]
+    seen = {key: spec.get(key) for key in ("stats", "referee_mean_ns", "integrity")}
+    assert report.verdict == "fail", f"{report.reason} {seen}"
     assert report.phases_s["benchmarks"] < 30
     assert report.specs[0]["gate"] == "integrity"

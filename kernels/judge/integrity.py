@@ -120,6 +120,25 @@ class IntegrityVerdict:
         return asdict(self)
 
 
+def spec_baseline(
+    plain: Sequence[Cycle], exported: Cycle, harness_jitter_ns: float
+) -> CycleBaseline:
+    """A spec's do-nothing cycles, each on fresh inputs as the candidate's will be. Generating
+    some inputs costs more than others (a mixed batch draws each matrix's structure), so the
+    spec's own spread, from the median to its dearest cycle, joins the harness's jitter: a
+    median of the candidate's cycles then stays inside it without hidden work."""
+    costs = [c.harness_ns for c in plain]
+    # The median, not the luckiest: on a busy host the harness's cost varies, and the
+    # candidate's cycles are judged by their median too.
+    median = statistics.median(costs)
+    return CycleBaseline(
+        cycle_ns=median,
+        export_cycle_ns=exported.harness_ns,
+        jitter_ns=max(harness_jitter_ns, max(costs) - median),
+        window_ns=statistics.median(c.window_overhead_ns for c in plain),
+    )
+
+
 def judge_integrity(
     cycles: Sequence[Cycle], baseline: CycleBaseline, tolerance: Tolerance
 ) -> IntegrityVerdict:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import statistics
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -30,6 +29,7 @@ from qrsup.kernels.judge.integrity import (
     CycleBaseline,
     IntegrityVerdict,
     judge_integrity,
+    spec_baseline,
 )
 from qrsup.kernels.judge.outcome import SpecOutcome, assemble_report
 from qrsup.kernels.judge.processes import schedstat
@@ -207,21 +207,14 @@ class Referee:
         self.go_overhead_ns = overheads[len(overheads) // 2]
         jitter = costs[int(0.9 * (len(costs) - 1))] - costs[len(costs) // 2]
         for spec in benchmarks:
-            seeds = self._fresh_seeds(inputs_per_repetition(spec, self.rule))
+            count = inputs_per_repetition(spec, self.rule)
             plain = [
-                self._cycle(spec, seeds, lambda _: False, calibrate=True)
+                self._cycle(spec, self._fresh_seeds(count), lambda _: False, calibrate=True)
                 for _ in range(CALIBRATION_CYCLES_PER_SPEC)
             ]
-            exported = self._cycle(spec, seeds, lambda _: True, calibrate=True)
+            exported = self._cycle(spec, self._fresh_seeds(count), lambda _: True, calibrate=True)
             self._discard_export()
-            self.baselines[spec] = CycleBaseline(
-                # The median, not the luckiest: on a busy host the harness's cost varies, and
-                # the candidate's cycles are judged by their median too.
-                cycle_ns=statistics.median(c.harness_ns for c in plain),
-                export_cycle_ns=exported.harness_ns,
-                jitter_ns=jitter,
-                window_ns=statistics.median(c.window_overhead_ns for c in plain),
-            )
+            self.baselines[spec] = spec_baseline(plain, exported, jitter)
 
     def _load(self) -> str:
         source = self.config["source"].encode()  # the text the static checks passed
