@@ -11,9 +11,12 @@ from qrsup.supervisor.session_summary import summarize
 def _run(at_s: float, wall: float, total: float, ahead: float = 0.0) -> Evaluation:
     phases = {"wall": wall, "total": total, "calibrate": 1.0, "load": 0.5, "tests": 2.0}
     phases |= {"benchmarks": 3.0, "started_ahead": ahead}
-    # One timed spec: 2 ms a call, 4 calls a repetition, 250 repetitions: 2 s of kernel time.
+    # One timed spec: 2 ms a call, 4 calls a repetition, 250 repetitions: 2 s of kernel time;
+    # its harness cycle is 1 ms (0.25 s in all), its checks 0.4 s, the test's check 0.1 s.
     spec = {"kind": "benchmark", "count": 4, "stats": {"mean_ns": 2e6, "runs": 250}}
-    report = {"phases_s": phases, "specs": [spec, {"kind": "test", "count": 1}]}
+    spec |= {"check_s": 0.4, "integrity": {"baseline": {"cycle_ns": 1e6}}}
+    test = {"kind": "test", "count": 1, "check_s": 0.1, "first_call_s": 1.5}
+    report = {"phases_s": phases, "specs": [spec, test]}
     return Evaluation(0, "c", "a1", 1, "quick", Verdict.PASS, 1.0, {}, "", report, at_s)
 
 
@@ -35,6 +38,11 @@ def test_a_runs_wall_is_start_up_then_the_referees_phases_and_the_rest_is_other(
     assert summary.overhead_share == pytest.approx(1 - 4.0 / 18.0)
     assert summary.warm_runs == 1
     assert summary.to_dict()["seconds_per_judge_run"]["startup"] == 1.75
+    # Each run's tests + benchmarks (5 s): checks 0.5, timed 2, cycles 0.25, the test's first
+    # call 1.5, the rest 0.75.
+    assert summary.specs_s == pytest.approx(
+        {"checks": 1.0, "timed": 4.0, "harness cycles": 0.5, "first calls": 3.0, "rest": 1.5}
+    )
 
 
 def test_a_single_run_has_no_rate():

@@ -28,6 +28,8 @@ class SpecOutcome:
     integrity: dict[str, object] | None = None
     check_s: float = 0.0
     calls: int = 0
+    wall_s: float = 0.0  # the whole spec, as the referee's clock saw it
+    first_call_s: float = 0.0  # its first call's window: compilation and loading land here
 
     def fail(self, status: str, reason: str, gate: str | None = None) -> None:
         if self.status == "pass":
@@ -61,6 +63,8 @@ class SpecOutcome:
             "count": self.count,
             "integrity": self.integrity,
             "check_s": self.check_s,
+            "wall_s": self.wall_s,
+            "first_call_s": self.first_call_s,
         }
 
 

@@ -184,8 +184,9 @@ class Referee:
         except ContestantFailure as failure:
             self.dead = failure
             outcome.fail(FAILURE_STATUS[failure.kind], failure.reason)
+        outcome.wall_s = time.monotonic() - start
         key = f"{outcome.kind}s"
-        self.phases[key] = self.phases.get(key, 0.0) + time.monotonic() - start
+        self.phases[key] = self.phases.get(key, 0.0) + outcome.wall_s
         mean_ns = outcome.stats.mean_ns if outcome.stats else None
         self.reporter.progress(
             **where, label=outcome.spec.label, status=outcome.status, mean_ns=mean_ns
@@ -261,6 +262,8 @@ class Referee:
                 outcome.fail(status, f"custom_kernel raised:\n{reply.get('error', '')}")
             raise _Stop
         if outcome is not None:
+            if outcome.calls == 0:
+                outcome.first_call_s = window / 1e9
             outcome.calls += 1
         claimed = int(reply["elapsed_ns"])
         exported = export_after(claimed)
