@@ -6,6 +6,8 @@
 #   loop_one                a headless tuner loop of MINUTES, one agent on GPU 0
 #   loop_two                two agents on --gpus 0,1: loop-level scaling, no GPU shared
 #   loop_shared             two agents on GPU 0 with --agents-per-gpu 2: sharing when asked
+#   loop_ray                two agents on --gpus 0,1 with --executor ray (a local Ray instance;
+#                           Ray installed beforehand by scripts/device_ray.sh)
 # A sampler records, during each loop, which agents' processes use each GPU and which lease it.
 # Usage: device_multi_gpu.sh OUT MINUTES [STEP...]; with no STEP, the plan for the GPUs visible.
 # A call runs at most 10 minutes: a loop step takes about MINUTES + 1.5 minutes, a bench 0.5-1.
@@ -59,6 +61,7 @@ run_step() {
     loop_one) loop loop_one 1 0 ;;
     loop_two) loop loop_two 2 0,1 ;;
     loop_shared) loop loop_shared 2 0 --agents-per-gpu 2 ;;
+    loop_ray) loop loop_ray 2 0,1 --executor ray ;;
     *) echo "unknown step: $1" >&2; exit 2 ;;
   esac
 }

@@ -9,6 +9,7 @@ from qrsup.kernels.judge.integrity import (
     CycleBaseline,
     judge_integrity,
     spec_baseline,
+    stretch_by_phase,
 )
 from qrsup.kernels.judge.referee import _abort_check_due, _far_beyond
 
@@ -115,3 +116,18 @@ def test_a_spec_whose_inputs_cost_more_on_some_seeds_is_calibrated_with_that_spr
         _mixed_cycles([40.0, 70.0, 100.0], 8.7, hidden_ms=80.0), baseline, CUDA_TOLERANCE
     )
     assert not hidden.ok
+
+
+def test_the_stretch_is_told_by_phase():
+    """An honest H200 run failed with 8 ms unaccounted; the record now says in which exchange."""
+    base = CycleBaseline(
+        10 * MS, 12 * MS, 0.1 * MS, window_ns=0.2 * MS, prepare_ns=6 * MS, inspect_ns=2 * MS
+    )
+    slow_prepare = Cycle(
+        5 * MS, 5.2 * MS, 23 * MS, 0.0, False, prepare_ns=14 * MS, inspect_ns=2 * MS
+    )
+    assert stretch_by_phase([slow_prepare], base) == {
+        "prepare": 8 * MS,
+        "window": 0.0,
+        "inspect": 0.0,
+    }

@@ -77,6 +77,8 @@ class Cycle:
     # CPU: a busy host's toll, which the kernel counts and no process can inflate for free.
     host_wait_ns: float = 0.0
     window_wait_ns: float = 0.0  # the part of that toll paid between `go` and the reply
+    prepare_ns: float = 0.0  # the referee's clock over the prepare exchange
+    inspect_ns: float = 0.0  # and over the inspect exchange
 
     @property
     def window_overhead_ns(self) -> float:
@@ -102,6 +104,8 @@ class CycleBaseline:
     jitter_ns: float
     window_ns: float = 0.0
     """The window's own overhead: `go` sent to reply read, less the claimed time."""
+    prepare_ns: float = 0.0
+    inspect_ns: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -136,7 +140,22 @@ def spec_baseline(
         export_cycle_ns=exported.harness_ns,
         jitter_ns=max(harness_jitter_ns, max(costs) - median),
         window_ns=statistics.median(c.window_overhead_ns for c in plain),
+        prepare_ns=statistics.median(c.prepare_ns for c in plain),
+        inspect_ns=statistics.median(c.inspect_ns for c in plain),
     )
+
+
+def stretch_by_phase(cycles: Sequence[Cycle], baseline: CycleBaseline) -> dict[str, float]:
+    """Where the candidate's plain cycles ran longer than the do-nothing ones (medians, ns):
+    what tells a slow harness step from work hidden in or out of the window."""
+    plain = [c for c in cycles if not c.exported] or list(cycles)
+    if not plain:
+        return {}
+    return {
+        "prepare": statistics.median(c.prepare_ns for c in plain) - baseline.prepare_ns,
+        "window": statistics.median(c.window_overhead_ns for c in plain) - baseline.window_ns,
+        "inspect": statistics.median(c.inspect_ns for c in plain) - baseline.inspect_ns,
+    }
 
 
 def judge_integrity(

@@ -30,6 +30,7 @@ from qrsup.kernels.judge.integrity import (
     IntegrityVerdict,
     judge_integrity,
     spec_baseline,
+    stretch_by_phase,
 )
 from qrsup.kernels.judge.outcome import SpecOutcome, assemble_report
 from qrsup.kernels.judge.processes import schedstat
@@ -247,7 +248,8 @@ class Referee:
         own_wait_start = schedstat()[1]
         start, wall_start = _Reading.of(proc), time.perf_counter_ns()
         shape = {"batch": spec.batch, "n": spec.n, "cond": spec.cond, "case": spec.case}
-        reply, _ = self._ask({"op": "prepare", "spec": shape, "seeds": seeds}, "prepare", "prepare")
+        prepare = {"op": "prepare", "spec": shape, "seeds": seeds}
+        reply, prepared_ns = self._ask(prepare, "prepare", "prepare")
         if not reply.get("ok"):
             raise ContestantFailure("crash", f"prepare: the harness failed: {reply.get('error')}")
         before_go, own_wait_before_go = _Reading.of(proc), schedstat()[1]
@@ -267,7 +269,7 @@ class Referee:
             outcome.calls += 1
         claimed = int(reply["elapsed_ns"])
         exported = export_after(claimed)
-        reply, _ = self._ask({"op": "inspect", "export": exported}, "inspect", "inspect")
+        reply, inspected_ns = self._ask({"op": "inspect", "export": exported}, "inspect", "inspect")
         wall_end, end = time.perf_counter_ns(), _Reading.of(proc)
         own_wait = schedstat()[1] - own_wait_start
         problems = reply.get("problems") or []
@@ -287,6 +289,8 @@ class Referee:
             exported=exported,
             host_wait_ns=float(own_wait + outside.wait_ns) if excused else 0.0,
             window_wait_ns=float(own_wait_in_window + inside.wait_ns) if window_excused else 0.0,
+            prepare_ns=float(prepared_ns),
+            inspect_ns=float(inspected_ns),
         )
 
     def _excusable(self, stretch: _Reading, wall_ns: float) -> bool:
@@ -334,8 +338,14 @@ class Referee:
         outcome.stats = Stats.from_durations(durations)
         windows = [max(0.0, c.window_ns - self.go_overhead_ns) / count for c in cycles]
         outcome.referee_mean_ns = sum(windows) / len(windows)
-        verdict = judge_integrity(cycles, self.baselines[spec], tolerance)
-        outcome.integrity = {**verdict.to_dict(), "baseline": asdict(self.baselines[spec])}
+        baseline = self.baselines[spec]
+        verdict = judge_integrity(cycles, baseline, tolerance)
+        stretch = stretch_by_phase(cycles, baseline)
+        outcome.integrity = {
+            **verdict.to_dict(),
+            "baseline": asdict(baseline),
+            "stretch_ns": stretch,
+        }
         if not verdict.ok:
             outcome.fail("fail", f"{verdict.reason} ({len(cycles)} repetitions)", "integrity")
 
