@@ -54,26 +54,24 @@ def run_mode(harness: Path, submission: Path, mode: str, timeout_s: float) -> di
             shutil.copy(harness / name, work / name)
         shutil.copy(submission, work / "submission.py")
         (work / "specs.txt").write_text("\n".join(spec_line(s) for s in specs) + "\n")
-        read_end, write_end = os.pipe()
-        env = {**os.environ, "POPCORN_FD": str(write_end)}
         start = time.monotonic()
-        with open(work / "stdout.txt", "w") as stdout:
+        # eval.py writes its results to the descriptor POPCORN_FD names: a file here, read once it
+        # has exited, so a hung harness meets the timeout instead of a blocking read.
+        with open(work / "popcorn.txt", "w") as popcorn, open(work / "stdout.txt", "w") as stdout:
             process = subprocess.Popen(
                 [sys.executable, "eval.py", mode, "specs.txt"],
                 cwd=work,
-                env=env,
-                pass_fds=(write_end,),
+                env={**os.environ, "POPCORN_FD": str(popcorn.fileno())},
+                pass_fds=(popcorn.fileno(),),
                 stdout=stdout,
                 stderr=subprocess.STDOUT,
             )
-            os.close(write_end)
-            with os.fdopen(read_end) as popcorn:
-                lines = popcorn.read().splitlines()
             try:
                 returncode = process.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:
                 process.kill()
                 returncode = None
+        lines = (work / "popcorn.txt").read_text().splitlines()
         output = (work / "stdout.txt").read_text()
     fields = dict(line.split(": ", 1) for line in lines if ": " in line)
     return {
