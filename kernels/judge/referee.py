@@ -28,6 +28,7 @@ from qrsup.kernels.judge.integrity import (
     Cycle,
     CycleBaseline,
     IntegrityVerdict,
+    Tolerance,
     judge_integrity,
     spec_baseline,
     stretch_by_phase,
@@ -315,6 +316,37 @@ class Referee:
         warmup = [spec.seed + 42 * (i + 1) for i in range(count)]
         self._cycle(spec, warmup, lambda _: True, outcome)
         self._check_exported(outcome, warmup)
+        tolerance = CUDA_TOLERANCE if self.device.type == "cuda" else CPU_TOLERANCE
+        baseline = self.baselines[spec]
+        durations, cycles = self._timed_repetitions(outcome, tolerance)
+        verdict = judge_integrity(cycles, baseline, tolerance)
+        first_attempt = None
+        if not verdict.ok and not _far_beyond(verdict):
+            # A near miss may be the host's doing (another process's burst on the CPU or the
+            # bus): the spec is timed once more against the same baseline, taken before the
+            # candidate loaded, and only a second failure stands. Hidden work is systematic and
+            # fails again.
+            first_attempt = {**verdict.to_dict(), "stretch_ns": stretch_by_phase(cycles, baseline)}
+            durations, cycles = self._timed_repetitions(outcome, tolerance)
+            verdict = judge_integrity(cycles, baseline, tolerance)
+        outcome.stats = Stats.from_durations(durations)
+        windows = [max(0.0, c.window_ns - self.go_overhead_ns) / count for c in cycles]
+        outcome.referee_mean_ns = sum(windows) / len(windows)
+        outcome.integrity = {
+            **verdict.to_dict(),
+            "baseline": asdict(baseline),
+            "stretch_ns": stretch_by_phase(cycles, baseline),
+            "first_attempt": first_attempt,
+        }
+        if not verdict.ok:
+            outcome.fail("fail", f"{verdict.reason} ({len(cycles)} repetitions)", "integrity")
+
+    def _timed_repetitions(
+        self, outcome: SpecOutcome, tolerance: Tolerance
+    ) -> tuple[list[float], list[Cycle]]:
+        """Fresh inputs each repetition until the stopping rule is met, or until integrity is
+        already far beyond saving."""
+        spec, count = outcome.spec, outcome.count
         durations: list[float] = []
         cycles: list[Cycle] = []
         started = time.perf_counter_ns()
@@ -326,7 +358,6 @@ class Referee:
             finished = self.rule.should_stop(durations, time.perf_counter_ns() - started)
             return self._should_check(outcome, finished)
 
-        tolerance = CUDA_TOLERANCE if self.device.type == "cuda" else CPU_TOLERANCE
         while not finished:
             seeds = self._fresh_seeds(count)
             cycle = self._cycle(spec, seeds, export_after, outcome)
@@ -335,19 +366,7 @@ class Referee:
                 self._check_exported(outcome, seeds)
             if not finished and _abort_check_due(len(cycles)):
                 finished = _far_beyond(judge_integrity(cycles, self.baselines[spec], tolerance))
-        outcome.stats = Stats.from_durations(durations)
-        windows = [max(0.0, c.window_ns - self.go_overhead_ns) / count for c in cycles]
-        outcome.referee_mean_ns = sum(windows) / len(windows)
-        baseline = self.baselines[spec]
-        verdict = judge_integrity(cycles, baseline, tolerance)
-        stretch = stretch_by_phase(cycles, baseline)
-        outcome.integrity = {
-            **verdict.to_dict(),
-            "baseline": asdict(baseline),
-            "stretch_ns": stretch,
-        }
-        if not verdict.ok:
-            outcome.fail("fail", f"{verdict.reason} ({len(cycles)} repetitions)", "integrity")
+        return durations, cycles
 
     def _discard_export(self) -> None:
         """Empty the export file, so a later export that writes nothing cannot pass as one."""
