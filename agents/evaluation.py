@@ -1,6 +1,9 @@
 """The loop's use of the judge: a quick stage, a full stage, and interleaved re-timing.
 
-quick: every test spec and every other benchmark spec, quick stopping rule.
+quick: every test spec and every other benchmark spec, quick stopping rule; for a change
+confined to some shape classes, their specs alone (affected_specs.py).
+reference: every benchmark spec, quick stopping rule, no tests: the incumbent's figures that
+quick stages are compared with.
 full: every benchmark spec, the session's rule.
 interleaved: incumbent and challenger timed alternately on fresh secret seeds, so a decision to
 promote rests on a gain larger than the noise measured in the same run.
@@ -13,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from qrsup.agents.affected_specs import AffectedSpecs
 from qrsup.agents.judge_executor import session_executor
 from qrsup.agents.session import RunPaths, SessionConfig
 from qrsup.agents.settings import load_settings
@@ -23,7 +27,7 @@ from qrsup.kernels.judge.runner import JudgeConfig
 from qrsup.kernels.judge.sandbox import IsolationSettings
 from qrsup.kernels.judge.triton_cache import CacheChoice, per_source
 from qrsup.kernels.schema import Progress
-from qrsup.kernels.suites import Suite, get_suite
+from qrsup.kernels.suites import Spec, Suite, get_suite
 from qrsup.kernels.timing import geomean
 
 NOISE_FLOOR = 0.01
@@ -147,15 +151,34 @@ class Evaluator:
         """Where the judge keeps this candidate's compiled kernels between runs."""
         return self.triton_cache(path) if self.triton_cache else None
 
-    def quick(self, path: Path, progress: Progress | None = None) -> StageResult:
+    def quick(
+        self, path: Path, progress: Progress | None = None, focus: AffectedSpecs | None = None
+    ) -> StageResult:
+        if focus is None:
+            return self._quick_rule(path, self.suite.tests, self.quick_indices, progress)
+        tests = tuple(self.suite.tests[i] for i in focus.tests)
+        return self._quick_rule(path, tests, list(focus.benchmarks), progress)
+
+    def reference(self, path: Path, progress: Progress | None = None) -> StageResult:
+        """Recorded as a quick stage: the same rule, every benchmark spec, no tests."""
+        indices = list(range(len(self.suite.benchmarks)))
+        return self._quick_rule(path, (), indices, progress)
+
+    def _quick_rule(
+        self,
+        path: Path,
+        tests: tuple[Spec, ...],
+        indices: list[int],
+        progress: Progress | None,
+    ) -> StageResult:
         subset = Suite(
             name=f"{self.suite.name}-quick",
-            tests=self.suite.tests,
-            benchmarks=tuple(self.suite.benchmarks[i] for i in self.quick_indices),
+            tests=tests,
+            benchmarks=tuple(self.suite.benchmarks[i] for i in indices),
         )
-        config = self._config(path, subset, "all", "quick")
+        config = self._config(path, subset, "all" if tests else "bench", "quick")
         report = self.executor.evaluate(path, config, progress)
-        means = {self.quick_indices[i]: m for i, m in report.spec_means_ns().items()}
+        means = {indices[i]: m for i, m in report.spec_means_ns().items()}
         return StageResult("quick", report, means)
 
     def full(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from types import FrameType
@@ -17,6 +18,7 @@ from types import FrameType
 import git
 from qrsup.agents import inbox
 from qrsup.agents.advisor import Advisor
+from qrsup.agents.affected_specs import AffectedSpecs
 from qrsup.agents.decision import Decider
 from qrsup.agents.evaluation import Evaluator, StageResult, geomean_over
 from qrsup.agents.fault_points import fault_point
@@ -82,8 +84,10 @@ class ResearchAgent:
         fallback: Proposer | None = None,
         hook: StatusHook | None = None,
         guidance: Path | None = None,
+        focus: Callable[[Candidate], AffectedSpecs | None] | None = None,
     ) -> None:
         self.paths = paths
+        self.focus = focus  # which specs a candidate's change can reach, where that is known
         self.session = session
         self.spec = spec
         self.store = store
@@ -312,11 +316,13 @@ class ResearchAgent:
         path = self.paths.work(self.name) / f"{candidate.id}.py"
         self.heartbeat.update(state="evaluating", candidate=candidate.id, detail="quick")
         self.log.write(f"it {self.iteration}: judging {candidate.id}: {candidate.hypothesis}")
-        quick = self.evaluator.quick(path, self._progress("quick"))
+        focus = self.focus(candidate) if self.focus else None
+        quick = self.evaluator.quick(path, self._progress("quick"), focus)
         self._store_stage(candidate.id, quick)
         if not quick.passed:
             return quick, None
-        comparison = self._promising(quick, incumbent)
+        indices = list(focus.benchmarks) if focus else self.evaluator.quick_indices
+        comparison = self._promising(quick, incumbent, indices)
         if not comparison.favours_candidate:
             return quick, comparison
         self.heartbeat.update(detail="full")
@@ -364,31 +370,35 @@ class ResearchAgent:
             candidate_id, self.name, self.iteration, result.stage, report, result.spec_means_ns
         )
 
-    def _promising(self, quick: StageResult, incumbent: Incumbent) -> Comparison:
-        """The quick stage against the incumbent's quick stage: the same rule, on this agent's
-        device, from a run at most `incumbent_refresh` of this agent's evaluations old."""
+    def _promising(
+        self, quick: StageResult, incumbent: Incumbent, indices: list[int]
+    ) -> Comparison:
+        """The quick stage against the incumbent's figures on the same specs: the same rule, on
+        this agent's device, from a run at most `incumbent_refresh` of this agent's evaluations
+        old."""
         margin = role(self.spec.role).promise_margin
-        theirs, age = self._incumbent_quick(incumbent)
-        indices = self.evaluator.quick_indices
-        return Comparison(
-            "quick", quick.geomean_over(indices), geomean_over(theirs, indices), margin, age
-        )
+        theirs, age = self._incumbent_quick(incumbent, indices)
+        mine = quick.geomean_over(indices)
+        return Comparison("quick", mine, geomean_over(theirs, indices), margin, age, indices)
 
-    def _incumbent_quick(self, incumbent: Incumbent) -> tuple[dict[int, float], int]:
-        """The incumbent's quick-stage means and their age, re-timed when too old."""
+    def _incumbent_quick(
+        self, incumbent: Incumbent, indices: list[int]
+    ) -> tuple[dict[int, float], int]:
+        """The incumbent's quick-rule means over every benchmark spec and their age, re-timed
+        when too old or when they miss one of `indices`."""
         timed = [
             e
             for e in self.store.evaluations(incumbent.row.id)
             if e.agent == self.name and e.stage == "quick" and e.verdict == Verdict.PASS
         ]
-        if timed:
+        if timed and all(i in timed[-1].spec_means_ns for i in indices):
             age = self.store.evaluations_since(self.name, timed[-1].id)
             if age <= self.session.incumbent_refresh:
                 return timed[-1].spec_means_ns, age
         path = self.paths.work(self.name) / f"{incumbent.row.id}.py"
         path.write_text(incumbent.row.source)
         self.heartbeat.update(detail="re-timing the incumbent")
-        result = self.evaluator.quick(path, self._progress("incumbent"))
+        result = self.evaluator.reference(path, self._progress("incumbent"))
         self._store_stage(incumbent.row.id, result)
         return (result.spec_means_ns if result.passed else {}), 0
 

@@ -231,6 +231,7 @@ class Comparison:
     incumbent_ns: float | None
     margin: float
     incumbent_age: int | None = None  # evaluations since the incumbent's figures were taken
+    specs: list[int] | None = None  # the benchmark specs compared (suite indices)
 
     @property
     def favours_candidate(self) -> bool:
