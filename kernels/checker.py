@@ -1,4 +1,12 @@
-"""The qr_v2 correctness gates, computed in float64 from the float32 factors."""
+"""The qr_v2 correctness gates, computed in float64 from the float32 factors.
+
+Q is materialised as the contest's checker does it (`torch.linalg.householder_product` on the
+float32 factors), so a verdict here is the contest's. That call applies the reflectors one at a
+time and dominates a check's cost (3.5 s for 16 × 512 on a 2-core CPU, against 0.9 s for the
+three float64 products). Re-checks of timed repetitions, which are there to catch wrong outputs
+rather than to grade near misses, may ask for Q in float64 from a few batched products instead
+(`exact_q=False`): the same Q up to float64 rounding, without the contest's float32 rounding.
+"""
 
 from __future__ import annotations
 
@@ -24,7 +32,7 @@ class CheckResult:
     diagnostics: dict[str, float] = field(default_factory=dict)
 
 
-def check_factors(a: torch.Tensor, h: object, tau: object) -> CheckResult:
+def check_factors(a: torch.Tensor, h: object, tau: object, exact_q: bool = True) -> CheckResult:
     """Check `(h, tau)` as the compact Householder QR of `a` against the contract's gates."""
     structural = _check_structure(a, h, tau)
     if structural is not None:
@@ -32,7 +40,7 @@ def check_factors(a: torch.Tensor, h: object, tau: object) -> CheckResult:
     assert isinstance(h, torch.Tensor) and isinstance(tau, torch.Tensor)
     if a.numel() == 0:
         return CheckResult(ok=True)
-    return _check_numerics(a, h, tau)
+    return _check_numerics(a, h, tau, exact_q)
 
 
 def _check_structure(a: torch.Tensor, h: object, tau: object) -> CheckResult | None:
@@ -60,7 +68,9 @@ def _check_structure(a: torch.Tensor, h: object, tau: object) -> CheckResult | N
     return None
 
 
-def _check_numerics(a: torch.Tensor, h: torch.Tensor, tau: torch.Tensor) -> CheckResult:
+def _check_numerics(
+    a: torch.Tensor, h: torch.Tensor, tau: torch.Tensor, exact_q: bool
+) -> CheckResult:
     batch, n = a.shape[0], a.shape[-1]
     chunk = max(1, _MAX_CHUNK_BYTES // (8 * n * n * 4))
     factor = torch.empty(batch, dtype=torch.float64, device=a.device)
@@ -70,9 +80,8 @@ def _check_numerics(a: torch.Tensor, h: torch.Tensor, tau: torch.Tensor) -> Chec
     a_norm = torch.empty(batch, dtype=torch.float64, device=a.device)
     for start in range(0, batch, chunk):
         part = slice(start, min(batch, start + chunk))
-        error = _residuals_into(
-            a[part], h[part], tau[part], factor, orth, recon, leak, a_norm, part
-        )
+        q = _contest_q(h[part], tau[part]) if exact_q else compact_wy_q(h[part], tau[part])
+        error = _residuals_into(a[part], h[part], q, factor, orth, recon, leak, a_norm, part)
         if error is not None:
             return error
     allowed = FACTOR_TOLERANCE * n * EPS32 * a_norm
@@ -112,10 +121,28 @@ def _check_numerics(a: torch.Tensor, h: torch.Tensor, tau: torch.Tensor) -> Chec
     return CheckResult(True, None, "", diagnostics)
 
 
+def _contest_q(h: torch.Tensor, tau: torch.Tensor) -> torch.Tensor:
+    return torch.linalg.householder_product(h, tau).double()
+
+
+def compact_wy_q(h: torch.Tensor, tau: torch.Tensor) -> torch.Tensor:
+    """Q = H₁⋯Hₙ in float64 as I − V·T·Vᵀ, with T⁻¹ = diag(1/τ) + strictly-upper(VᵀV). A
+    reflector with τ = 0 is the identity whatever its vector, so its vector is dropped."""
+    h64, tau64 = h.double(), tau.double()
+    n = h.shape[-1]
+    eye = torch.eye(n, dtype=torch.float64, device=h.device).expand_as(h64)
+    identity = tau64 == 0
+    v = (torch.tril(h64, diagonal=-1) + eye) * (~identity).unsqueeze(-2)
+    inv_tau = torch.where(identity, torch.ones_like(tau64), 1.0 / tau64)
+    t_inv = torch.triu(v.mT @ v, diagonal=1) + torch.diag_embed(inv_tau)
+    t = torch.linalg.solve_triangular(t_inv, eye, upper=True)
+    return eye - v @ t @ v.mT
+
+
 def _residuals_into(
     a: torch.Tensor,
     h: torch.Tensor,
-    tau: torch.Tensor,
+    q: torch.Tensor,
     factor: torch.Tensor,
     orth: torch.Tensor,
     recon: torch.Tensor,
@@ -124,8 +151,6 @@ def _residuals_into(
     part: slice,
 ) -> CheckResult | None:
     """Fill the per-matrix residuals of one slice of the batch; a non-finite Q/R/QᵀA/QᵀQ fails."""
-    q32 = torch.linalg.householder_product(h, tau)
-    q = q32.double()
     a64 = a.double()
     r = torch.triu(h).double()
     qta = q.mT @ a64

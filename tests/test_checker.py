@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from qrsup.kernels.checker import check_factors
+from qrsup.kernels.checker import check_factors, compact_wy_q
 from qrsup.kernels.generators import generate_input
 from qrsup.kernels.suites import CASES, Spec
 
@@ -99,3 +99,24 @@ def test_all_zero_matrix_is_accepted_with_tau_zero():
     a = torch.zeros(2, 5, 5)
     h, tau = torch.geqrf(a)
     assert check_factors(a, h, tau).ok
+
+
+def test_the_re_checks_float64_q_is_householder_products_and_grades_alike():
+    """Re-checks build Q from batched products; it must be the same Q (in float64), with
+    zero-τ reflectors (rank-deficient columns) and a wrong output judged as the contest's."""
+    torch.manual_seed(3)
+    a = torch.randn(6, 40, 40, dtype=torch.float64)
+    a[:, :, 7] = 0.0  # a zero column: LAPACK leaves τ = 0 there
+    h, tau = torch.geqrf(a)
+    assert bool((tau == 0).any())
+    exact = torch.linalg.householder_product(h, tau)
+    assert torch.allclose(compact_wy_q(h, tau), exact, rtol=0, atol=1e-12)
+    a32, h32, tau32 = a.float(), h.float(), tau.float()
+    for output, right in ((h32, True), (h32 * 1.01, False)):
+        fast = check_factors(a32, output, tau32, exact_q=False)
+        contest = check_factors(a32, output, tau32)
+        assert contest.ok is right
+        assert (fast.ok, fast.gate) == (contest.ok, contest.gate)
+        scaled = "factor_scaled_max"
+        gap = abs(fast.diagnostics[scaled] - contest.diagnostics[scaled])
+        assert gap < 0.05 + 0.01 * contest.diagnostics[scaled]
