@@ -59,11 +59,13 @@ def qr_lookahead_kernel(
     t = t_ptr + b * t_sb
     scale = scale_for(tl.load(amax_ptr + b))
     scale_in = tl.where(col0 == 0, scale, 1.0)  # only an update of the first block reads A
+    # A name bound in both branches of this runtime `if` must have one type there, so the
+    # panel's PNBP columns and the update's BN columns go by different names.
     if j == 0:
         p_end = tl.minimum(pcol + PNB, n)
-        cols = pcol + tl.arange(0, PNBP)
+        panel_cols = pcol + tl.arange(0, PNBP)
         update_columns(
-            src, h, t, t_sr, n, col0, nb, cols, p_end, scale_in, scale, src_sr, src_sc, h_sr,
+            src, h, t, t_sr, n, col0, nb, panel_cols, p_end, scale_in, scale, src_sr, src_sc, h_sr,
             h_sc, NBP, BM, PNBP, PRECISION, APPLY_PRECISION,
         )  # fmt: skip
         tl.debug_barrier()
@@ -78,8 +80,8 @@ def qr_lookahead_kernel(
             PANEL_M, PNB, PAIR_REDUCE,
         )  # fmt: skip
     else:
-        cols = pcol + PNB + (j - 1) * BN + tl.arange(0, BN)
+        rest_cols = pcol + PNB + (j - 1) * BN + tl.arange(0, BN)
         update_columns(
-            src, h, t, t_sr, n, col0, nb, cols, c_end, scale_in, scale, src_sr, src_sc, h_sr,
+            src, h, t, t_sr, n, col0, nb, rest_cols, c_end, scale_in, scale, src_sr, src_sc, h_sr,
             h_sc, NBP, BM, BN, PRECISION, APPLY_PRECISION,
         )  # fmt: skip
