@@ -1,0 +1,225 @@
+"""Ahead-of-time compile of the fast kernels' launches for an sm_90 GPU, on a machine without one.
+
+Triton's CPU interpreter runs a kernel's Python, never Triton's compiler, so a kernel the CPU tests
+pass can still be one that no GPU compiles: the look-ahead kernel once failed to compile on every
+H200 launch while its interpreter tests passed. Here the launches a plan makes are recorded with
+meta tensors (no data, no device) and each kernel is compiled for the target the way the launch
+would specialize it, down to the cubin, so such errors show up before a device session does.
+
+`python -m qrsup.kernels.fast.aot` compiles a representative set (see `plans_to_compile`) and
+exits non-zero when any launch fails. Run it with TRITON_INTERPRET unset: the kernels must be
+imported as compiled kernels, not interpreted ones.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from unittest import mock
+
+import torch
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+from ..suites import get_suite
+from . import driver
+from .config import Config, load_config
+from .plan import Plan, make_plan
+
+SM90 = GPUTarget("cuda", 90, 32)
+SM90_SHARED_BYTES = 232448  # the most shared memory one H100/H200 program can have (227 KiB)
+LOOKAHEAD = {"lookahead": True, "update_split_below": 0}  # every fused update gets a look-ahead
+FUSED = {"path": "fused"}  # where one panel spans n rows; else make_plan falls back to blocked
+OPTIONS = ("num_warps", "num_stages")
+NO_COMPILER = 77  # main's exit status where this Triton cannot compile for NVIDIA GPUs ("skipped")
+
+Signature = dict[str, str]
+Constants = dict[str, object]
+Attrs = dict[tuple[int, ...], list[list[object]]]
+Options = dict[str, object]
+
+
+@dataclasses.dataclass(frozen=True)
+class Launch:
+    """One kernel launch of a plan, as the driver makes it."""
+
+    kernel: triton.JITFunction
+    args: tuple[object, ...]
+    kwargs: dict[str, object]
+    where: str
+    """The plan it comes from, for reports."""
+
+    def key(self) -> tuple[str, str]:
+        """Launches with one key compile to one binary (the tensors' shapes do not matter)."""
+        return self.kernel.__name__, repr(_compile_inputs(self))
+
+
+class _Recorder:
+    """Stands in for a kernel in driver.py: `kernel[grid](...)` appends a Launch."""
+
+    def __init__(self, kernel: triton.JITFunction, plan: Plan, log: list[Launch]) -> None:
+        self.kernel, self.plan, self.log = kernel, plan, log
+
+    def __getitem__(self, grid: object) -> object:
+        def launch(*args: object, **kwargs: object) -> None:
+            if "PAIR_REDUCE" in kwargs:  # the driver turns it off for CPU tensors only
+                kwargs["PAIR_REDUCE"] = self.plan.shape.panel_pair_reduce
+            self.log.append(Launch(self.kernel, args, kwargs, _describe(self.plan)))
+
+        return launch
+
+
+def _describe(plan: Plan) -> str:
+    shape = plan.shape
+    knobs = f"path={shape.path} lookahead={shape.lookahead}"
+    return f"{plan.batch}x{plan.n} ({shape.name}, {knobs})"
+
+
+def driver_kernels() -> dict[str, triton.JITFunction]:
+    """The kernels driver.py launches, by name (none where TRITON_INTERPRET made them
+    interpreted functions)."""
+    return {
+        name: value for name, value in vars(driver).items() if isinstance(value, triton.JITFunction)
+    }
+
+
+def record_launches(plan: Plan) -> list[Launch]:
+    """The launches run_plan makes for `plan`, in order, on meta tensors."""
+    log: list[Launch] = []
+    recorders = {name: _Recorder(kernel, plan, log) for name, kernel in driver_kernels().items()}
+    a = torch.empty((plan.batch, plan.n, plan.n), device="meta")
+    with mock.patch.multiple(driver, **recorders):
+        driver.run_plan(a, plan, driver.Buffers.allocate(a, plan))
+    return log
+
+
+def compile_launch(launch: Launch, target: GPUTarget = SM90) -> triton.compiler.CompiledKernel:
+    """Compile one launch for `target`, specialized as Triton's JIT would specialize it."""
+    signature, constexprs, attrs, options = _compile_inputs(launch)
+    source = ASTSource(fn=launch.kernel, signature=signature, constexprs=constexprs, attrs=attrs)
+    return triton.compile(source, target=target, options=options)
+
+
+def _compile_inputs(launch: Launch) -> tuple[Signature, Constants, Attrs, Options]:
+    """The signature, constants, argument attributes and options the JIT would compile with."""
+    kernel, kwargs = launch.kernel, dict(launch.kwargs)
+    options = {name: kwargs.pop(name) for name in OPTIONS if name in kwargs}
+    bound = dict(zip(kernel.arg_names, launch.args, strict=False)) | kwargs
+    signature: Signature = {}
+    constexprs: Constants = {}
+    attrs: Attrs = {}
+    for i, param in enumerate(kernel.params):
+        value = bound[param.name]
+        kind, divisible = ("constexpr", False) if param.is_constexpr else _specialize(value)
+        signature[param.name] = kind
+        if kind == "constexpr":
+            constexprs[param.name] = value
+        elif divisible:
+            attrs[(i,)] = [["tt.divisibility", 16]]
+    return signature, constexprs, attrs, options
+
+
+def _specialize(value: object) -> tuple[str, bool]:
+    """Triton's JIT rule for one argument: its type, and whether it is divisible by 16 (a
+    pointer's address in bytes, an integer's value); an integer equal to 1 becomes a constant."""
+    if isinstance(value, torch.Tensor):
+        dtype = {torch.float32: "fp32", torch.int32: "i32", torch.int64: "i64"}[value.dtype]
+        return f"*{dtype}", value.data_ptr() % 16 == 0
+    if isinstance(value, bool):
+        return "u1", False
+    if isinstance(value, float):
+        return "fp32", False
+    if not isinstance(value, int):
+        raise TypeError(f"no JIT type for a kernel argument of type {type(value).__name__}")
+    if value == 1:
+        return "constexpr", False
+    return ("i32" if -(2**31) <= value < 2**31 else "i64"), value % 16 == 0
+
+
+def plans_to_compile(config: Config) -> list[Plan]:
+    """One qr_v2 benchmark shape per shape class, under its class's shipped point and with
+    look-ahead; the first also on the fused path, whose compiles take seconds each."""
+    shapes: dict[str, tuple[int, int]] = {}
+    for spec in get_suite("qr_v2").benchmarks:
+        shapes.setdefault(config.for_shape(spec.batch, spec.n).name, (spec.batch, spec.n))
+    plans = []
+    for i, (batch, n) in enumerate(shapes.values()):
+        shipped = config.for_shape(batch, n)
+        for changes in ({}, LOOKAHEAD, FUSED) if i == 0 else ({}, LOOKAHEAD):
+            plan = make_plan(batch, n, dataclasses.replace(shipped, **changes))
+            if plan is not None:
+                plans.append(plan)
+    return plans
+
+
+def representative_launches(plans: list[Plan]) -> Iterator[Launch]:
+    """Each kernel's first launch in each plan (its widest row tile), once per distinct binary:
+    compiling every panel offset's row tile would take minutes and add little."""
+    seen: set[tuple[str, str]] = set()
+    for plan in plans:
+        firsts: dict[str, Launch] = {}
+        for launch in record_launches(plan):
+            firsts.setdefault(launch.kernel.__name__, launch)
+        for launch in firsts.values():
+            if launch.key() not in seen:
+                seen.add(launch.key())
+                yield launch
+
+
+def check(launch: Launch) -> str | None:
+    """Why `launch` cannot run on an sm_90 GPU, or None where it compiles and fits."""
+    try:
+        compiled = compile_launch(launch)
+    except Exception as error:  # any compiler stage may fail; the report names the error
+        return f"{type(error).__name__}: {error}"
+    shared = compiled.metadata.shared
+    if shared > SM90_SHARED_BYTES:
+        return f"needs {shared} bytes of shared memory, over sm_90's {SM90_SHARED_BYTES}"
+    return None
+
+
+def cuda_compiler_available() -> bool:
+    """Whether this Triton can compile for NVIDIA GPUs here: its CUDA backend and a ptxas."""
+    try:
+        from triton.backends.nvidia.compiler import get_ptxas
+    except ImportError:
+        return False
+    try:
+        return Path(get_ptxas(SM90.arch).path).is_file()
+    except RuntimeError:  # none bundled, and none at TRITON_PTXAS_PATH
+        return False
+
+
+def main() -> int:
+    """Compile the representative launches of the configs in use; print each failure, and fail
+    too where some kernel of the driver went uncompiled, so the check cannot pass vacuously."""
+    if not cuda_compiler_available():
+        print("no Triton CUDA backend with ptxas here")
+        return NO_COMPILER
+    kernels = driver_kernels()
+    if not kernels:
+        print("no compiled kernels to check: run with TRITON_INTERPRET unset")
+        return 2
+    start, failures, count, compiled = time.monotonic(), 0, 0, set()
+    for launch in representative_launches(plans_to_compile(load_config())):
+        count += 1
+        compiled.add(launch.kernel.__name__)
+        reason = check(launch)
+        if reason is not None:
+            failures += 1
+            print(f"FAIL {launch.where} {launch.kernel.__name__}: {reason}", flush=True)
+    missing = sorted(set(kernels) - compiled)
+    took = time.monotonic() - start
+    print(f"{count} launches of {len(compiled)} kernels compiled for sm_90 in {took:.0f}s")
+    print(f"{failures} failed")
+    if missing:
+        print(f"no plan launches {', '.join(missing)}")
+    return 1 if failures or missing else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
