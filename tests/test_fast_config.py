@@ -13,7 +13,15 @@ from qrsup.kernels.fast.config import (
     load_config,
     parse_config,
 )
-from qrsup.kernels.fast.plan import FusedOp, LookaheadOp, PanelOp, TFactorOp, UpdateOp, make_plan
+from qrsup.kernels.fast.plan import (
+    FusedOp,
+    LookaheadOp,
+    PanelOp,
+    SplitPanelOp,
+    TFactorOp,
+    UpdateOp,
+    make_plan,
+)
 
 
 def _shipped() -> dict:
@@ -164,3 +172,36 @@ def test_lookahead_merges_each_fused_update_with_the_next_panel_and_alternates_t
     split = make_plan(2, 512, dataclasses.replace(shape, update_split_below=65536))
     assert split is not None
     assert not any(isinstance(op, LookaheadOp) for op in split.ops)
+
+
+@pytest.mark.parametrize(("batch", "n"), [(2, 4096), (8, 2048)])
+def test_row_split_panels_take_every_panel_taller_than_a_slab(batch: int, n: int) -> None:
+    """Only the slab and join tiles meet the register budget, so panels stay panel_width wide
+    where one program holding all rows would have halved them."""
+    shape = dataclasses.replace(
+        load_config(DEFAULT_CONFIGS).for_shape(batch, n), panel_split_rows=256
+    )
+    plan = make_plan(batch, n, shape)
+    assert plan is not None
+    panels = plan.panels
+    assert all(p.nb == shape.panel_width for p in panels if n - p.col > 256)
+    for panel in panels:
+        rows = n - panel.col
+        assert isinstance(panel, SplitPanelOp) == (rows > 256)
+        if isinstance(panel, SplitPanelOp):
+            assert panel.slabs == -(-rows // 256) and panel.slab_m == 256
+            assert max(panel.slab_m, panel.stack_m) * panel.nb <= shape.max_panel_elems
+            assert panel.stack_m >= panel.slabs * panel.nb
+            assert panel.scratch <= plan.q_elems
+    for panel, following in itertools.pairwise(panels):
+        assert following.col == panel.col + panel.nb
+    shipped = make_plan(batch, n, dataclasses.replace(shape, panel_split_rows=0))
+    assert shipped is not None and shipped.q_elems == 0 and len(panels) < len(shipped.panels)
+
+
+def test_negative_panel_split_rows_is_refused() -> None:
+    raw = _shipped()
+    raw["space"]["panel_split_rows"].append(-1)
+    raw["shape"][0]["panel_split_rows"] = -1
+    with pytest.raises(ConfigError, match="panel_split_rows = -1 must be ≥ 0"):
+        parse_config(raw, Path("bad.toml"))

@@ -21,7 +21,7 @@ from qrsup.kernels.fast.driver import Buffers, run_plan
 from qrsup.kernels.fast.geqrf import FastGeqrf, NonFiniteInputError, geqrf
 from qrsup.kernels.fast.interpret import patch_scalar_index
 from qrsup.kernels.fast.panel import qr_panel_kernel
-from qrsup.kernels.fast.plan import LookaheadOp, PanelOp, Plan, UpdateOp, next_pow2
+from qrsup.kernels.fast.plan import LookaheadOp, PanelOp, Plan, SplitPanelOp, UpdateOp, next_pow2
 from qrsup.kernels.fast.tfactor import qr_gram_kernel, qr_tfactor_kernel
 from qrsup.kernels.fast.update import qr_update_kernel
 from qrsup.kernels.generators import generate_input
@@ -403,6 +403,49 @@ def test_lookahead_path_passes_awkward_sizes_and_strided_input(
     tmp_path: Path, batch: int, n: int
 ) -> None:
     solver = _solver_with(tmp_path, **LOOKAHEAD)
+    a = torch.randn(batch, n, 2 * n, device=DEVICE)[:, :, ::2]
+    before = a.clone()
+    h, tau = solver(a)
+    assert torch.equal(a, before) and h.shape == (batch, n, n) and tau.shape == (batch, n)
+    _assert_passes(a, h, tau)
+
+
+SPLIT_PANELS = {"panel_split_rows": 32, "panel_width": 16, "block_width": 32}
+
+
+@pytest.mark.parametrize(
+    ("batch", "n", "case"),
+    [(1, 70, "dense"), (2, 97, "mixed"), (2, 70, "rankdef"), (1, 97, "band"), (2, 65, "rowscale")],
+)
+def test_row_split_panels_pass_the_gates(
+    tmp_path: Path, batch: int, n: int, case: str, nan_poisoned_empty: None
+) -> None:
+    """Slab QR, stacked-R join and V rebuild (panel_split.py) on panels of 2–4 slabs, the last
+    one as short as a single row (n = 65)."""
+    solver = _solver_with(tmp_path, **SPLIT_PANELS)
+    plan = solver._plan(batch, n)
+    assert plan is not None
+    split = [op for op in plan.ops if isinstance(op, SplitPanelOp)]
+    assert split and max(op.slabs for op in split) >= 3
+    a = generate_input(Spec(batch=batch, n=n, cond=2, case=case, seed=17), device=DEVICE)
+    h, tau = solver(a)
+    _assert_passes(a, h, tau)
+
+
+def test_row_split_panels_rebuild_the_factors_the_one_program_panels_find(tmp_path: Path) -> None:
+    """The rebuilt reflectors are geqrf's where its τ is not 0: the signs S match its choice."""
+    a = generate_input(Spec(batch=2, n=70, cond=2, case="dense", seed=19), device=DEVICE)
+    h, tau = _solver_with(tmp_path, **SPLIT_PANELS)(a)
+    h_plain, tau_plain = _solver_with(tmp_path, **{**SPLIT_PANELS, "panel_split_rows": 0})(a)
+    assert torch.allclose(tau, tau_plain, atol=1e-4)
+    assert torch.allclose(h, h_plain, atol=1e-3, rtol=1e-3)
+
+
+@pytest.mark.parametrize(("batch", "n"), [(1, 1), (2, 33), (1, 48)])
+def test_row_split_panels_pass_awkward_sizes_and_strided_input(
+    tmp_path: Path, batch: int, n: int
+) -> None:
+    solver = _solver_with(tmp_path, **SPLIT_PANELS)
     a = torch.randn(batch, n, 2 * n, device=DEVICE)[:, :, ::2]
     before = a.clone()
     h, tau = solver(a)

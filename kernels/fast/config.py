@@ -43,6 +43,10 @@ class ShapeConfig:
     """Panel elements each thread holds; sets the panel program's warps."""
     panel_pair_reduce: bool
     """One two-output reduction per reflector instead of two sums (GPU only; slow interpreted)."""
+    panel_split_rows: int
+    """Rows per program of a row-split panel (0: one program per matrix factors each panel).
+    A panel taller than this is factored by slabs in parallel and rebuilt (panel_split.py), so
+    its width is no longer bound by all its rows fitting one program's registers."""
     update_block_m: int
     """Rows per step of the trailing-update programs."""
     update_block_n: int
@@ -205,6 +209,7 @@ def _parse_shape(raw: object, space: dict[str, tuple[object, ...]], where: str) 
     for key, known in _CHOICES.items():
         if getattr(shape, key) not in known:
             raise ConfigError(f"{where}: {key} = {getattr(shape, key)!r} is not one of {known}")
-    if shape.t_gram_rows < 0:
-        raise ConfigError(f"{where}: t_gram_rows = {shape.t_gram_rows} must be ≥ 0")
+    for key in ("t_gram_rows", "panel_split_rows"):
+        if getattr(shape, key) < 0:
+            raise ConfigError(f"{where}: {key} = {getattr(shape, key)} must be ≥ 0")
     return shape

@@ -12,7 +12,17 @@ import triton
 from .fused import qr_fused_kernel
 from .lookahead import qr_lookahead_kernel
 from .panel import qr_panel_kernel
-from .plan import FusedOp, LookaheadOp, PanelOp, Plan, TFactorOp, UpdateOp, dot_width
+from .panel_split import qr_slab_join_kernel, qr_slab_kernel, qr_slab_rebuild_kernel
+from .plan import (
+    FusedOp,
+    LookaheadOp,
+    PanelOp,
+    Plan,
+    SplitPanelOp,
+    TFactorOp,
+    UpdateOp,
+    dot_width,
+)
 from .scale import qr_amax_kernel
 from .tfactor import qr_gram_kernel, qr_tfactor_kernel
 from .update import qr_update_kernel
@@ -20,6 +30,7 @@ from .update_split import qr_update_apply_kernel, qr_update_w_kernel
 
 AMAX_BLOCK_R = 32
 AMAX_BLOCK_C = 128
+REBUILD_WARPS = 4
 
 
 @dataclass(frozen=True)
@@ -31,6 +42,7 @@ class Buffers:
     t: torch.Tensor  # batch × (t_slots · t_width) × t_width: the T slots stacked
     w: torch.Tensor  # batch × w_width × n (row-split updates only)
     g: torch.Tensor  # batch × g_slabs × t_width × t_width (row-split T joins only)
+    q: torch.Tensor  # batch × q_elems (row-split panels only)
     amax: torch.Tensor  # batch
 
     @classmethod
@@ -42,16 +54,17 @@ class Buffers:
             (batch, plan.t_slots * tw, tw),
             (batch, plan.w_width, n),
             (batch, plan.g_slabs, tw, tw),
+            (batch, plan.q_elems),
             (batch,),
         )
         sizes = [math.prod(shape) for shape in shapes]
         scratch = torch.empty(sum(sizes), dtype=a.dtype, device=a.device)
-        t, w, g, amax = (
+        t, w, g, q, amax = (
             part.view(shape) for part, shape in zip(scratch.split(sizes), shapes, strict=True)
         )
         h = torch.empty((batch, n, n), dtype=a.dtype, device=a.device)
         tau = torch.empty((batch, n), dtype=a.dtype, device=a.device)
-        return cls(h=h, tau=tau, t=t, w=w, g=g, amax=amax)
+        return cls(h=h, tau=tau, t=t, w=w, g=g, q=q, amax=amax)
 
 
 def run_plan(a: torch.Tensor, plan: Plan, out: Buffers) -> None:
@@ -70,6 +83,8 @@ def run_plan(a: torch.Tensor, plan: Plan, out: Buffers) -> None:
     for op in plan.ops:
         if isinstance(op, PanelOp):
             _panel(a if op.col == 0 else out.h, plan, op, out, single)
+        elif isinstance(op, SplitPanelOp):
+            _split_panel(a if op.col == 0 else out.h, plan, op, out)
         elif isinstance(op, UpdateOp):
             _update(a if op.col == 0 else out.h, plan, op, out)
         elif isinstance(op, TFactorOp):
@@ -104,6 +119,27 @@ def _panel(src: torch.Tensor, plan: Plan, op: PanelOp, out: Buffers, single: boo
         *src.stride(), *out.h.stride(), out.tau.stride(0), t.stride(0), t.stride(1),
         BLOCK_M=op.block_m, NB=op.nb, SELF_SCALE=single,
         PAIR_REDUCE=plan.shape.panel_pair_reduce and src.is_cuda, num_warps=op.warps,
+    )  # fmt: skip
+
+
+def _split_panel(src: torch.Tensor, plan: Plan, op: SplitPanelOp, out: Buffers) -> None:
+    h, q = out.h, out.q
+    t = _t_at(plan, out, op.t_slot, op.t_offset)
+    x, k = q, q[:, op.slabs * op.nb * op.nb :]  # X_s, then K_s, per matrix
+    span = (plan.n, op.col, op.slab_rows)
+    pair = plan.shape.panel_pair_reduce and src.is_cuda
+    qr_slab_kernel[(plan.batch, op.slabs)](
+        src, h, x, out.amax, *span, *src.stride(), *h.stride(), q.stride(0),
+        SLAB_M=op.slab_m, NB=op.nb, PAIR_REDUCE=pair, num_warps=op.slab_warps,
+    )  # fmt: skip
+    qr_slab_join_kernel[(plan.batch,)](
+        h, out.tau, t, x, k, out.amax, *span, op.slabs, *h.stride(), out.tau.stride(0),
+        t.stride(0), t.stride(1), q.stride(0), q.stride(0),
+        STACK_M=op.stack_m, NB=op.nb, PAIR_REDUCE=pair, num_warps=op.join_warps,
+    )  # fmt: skip
+    qr_slab_rebuild_kernel[(plan.batch, op.slabs)](
+        h, x, k, *span, *h.stride(), q.stride(0), q.stride(0),
+        SLAB_M=op.slab_m, NB=op.nb, num_warps=REBUILD_WARPS,
     )  # fmt: skip
 
 

@@ -5,6 +5,9 @@ until rows × width fits the panel program's register budget). After each panel 
 rest of its block is updated; then the block's T is joined from its panels' T's and the trailing
 matrix is updated once for the whole block. A block of one panel is the plain blocked algorithm.
 The fused path runs that same schedule inside one program per matrix: its plan is one launch.
+With `panel_split_rows`, a panel taller than that many rows is a SplitPanelOp: its rows are
+factored in slabs by many programs per matrix and its Householder form rebuilt (panel_split.py),
+so its width is bound by a slab's rows, not all of them.
 With `lookahead`, each fused update and the panel right after it become one launch
 (LookaheadOp); blocks then alternate between two T slots, since the next block's first panel
 writes its T while that launch's update programs still read the finished block's T.
@@ -35,6 +38,30 @@ class PanelOp:
     """Where its T goes on the diagonal of the block's T buffer."""
     t_slot: int = 0
     """Which of the plan's T buffers holds its block's T."""
+
+
+@dataclass(frozen=True)
+class SplitPanelOp:
+    """Factor columns [col, col + nb) as `slabs` row slabs of `slab_rows` rows, one program per
+    slab, then join them (one program per matrix) and rebuild V by slab (panel_split.py)."""
+
+    col: int
+    nb: int
+    slab_rows: int
+    slabs: int
+    slab_m: int
+    """Register rows of a slab program (slab_rows padded to a power of two)."""
+    stack_m: int
+    """Register rows of the join program, which factors the slabs' stacked R's."""
+    slab_warps: int
+    join_warps: int
+    t_offset: int
+    t_slot: int = 0
+
+    @property
+    def scratch(self) -> int:
+        """Floats per matrix it needs in the plan's Q scratch: X and K, nb × nb per slab each."""
+        return 2 * self.slabs * self.nb * self.nb
 
 
 @dataclass(frozen=True)
@@ -94,7 +121,7 @@ class FusedOp:
     warps: int
 
 
-Op = PanelOp | UpdateOp | TFactorOp | FusedOp | LookaheadOp
+Op = PanelOp | SplitPanelOp | UpdateOp | TFactorOp | FusedOp | LookaheadOp
 
 
 @dataclass(frozen=True)
@@ -113,14 +140,16 @@ class Plan:
     shape: ShapeConfig
     t_slots: int = 1
     """How many T buffers (2 where lookahead overlaps one block's update with the next's panel)."""
+    q_elems: int = 0
+    """Floats per matrix of the row-split panels' scratch (0 when no panel splits)."""
 
     @property
-    def panels(self) -> tuple[PanelOp, ...]:
+    def panels(self) -> tuple[PanelOp | SplitPanelOp, ...]:
         """The panels, left to right, whether launched alone or inside a LookaheadOp."""
         return tuple(
             op.panel if isinstance(op, LookaheadOp) else op
             for op in self.ops
-            if isinstance(op, PanelOp | LookaheadOp)
+            if isinstance(op, PanelOp | SplitPanelOp | LookaheadOp)
         )
 
 
@@ -148,7 +177,7 @@ def make_plan(batch: int, n: int, shape: ShapeConfig) -> Plan | None:
     ops: list[Op] = []
     col = block = 0
     while col < n:
-        nb = _panel_width(n - col, shape)
+        nb = _split_width(n - col, shape) or _panel_width(n - col, shape)
         if nb is None:
             return None
         width = min(max(shape.block_width, nb), n - col)
@@ -169,10 +198,11 @@ def make_plan(batch: int, n: int, shape: ShapeConfig) -> Plan | None:
         ops = _look_ahead(ops, shape)
     parts = [op for op in ops if not isinstance(op, LookaheadOp)]
     parts += [part for op in ops if isinstance(op, LookaheadOp) for part in (op.update, op.panel)]
+    panels = (PanelOp, SplitPanelOp)
     t_width = max(
         [DOT_MIN]
-        + [op.t_offset + op.nb for op in parts if isinstance(op, PanelOp)]
-        + [op.dot_width for op in parts if not isinstance(op, PanelOp)]
+        + [op.t_offset + op.nb for op in parts if isinstance(op, panels)]
+        + [op.dot_width for op in parts if not isinstance(op, panels)]
     )
     t_slots = 1 + max((op.t_slot for op in parts), default=0)
     split = [op.dot_width for op in parts if isinstance(op, UpdateOp) and op.slab_rows]
@@ -182,7 +212,8 @@ def make_plan(batch: int, n: int, shape: ShapeConfig) -> Plan | None:
         if isinstance(op, TFactorOp) and op.gram_rows
     ]
     w_width, g_slabs = max(split, default=0), max(slabs, default=0)
-    return Plan(batch, n, tuple(ops), t_width, w_width, g_slabs, shape, t_slots)
+    q_elems = max((op.scratch for op in parts if isinstance(op, SplitPanelOp)), default=0)
+    return Plan(batch, n, tuple(ops), t_width, w_width, g_slabs, shape, t_slots, q_elems)
 
 
 def _look_ahead(ops: list[Op], shape: ShapeConfig) -> list[Op]:
@@ -227,11 +258,45 @@ def _panel_width(rows: int, shape: ShapeConfig) -> int | None:
     return nb if block_m * nb <= shape.max_panel_elems else None
 
 
-def _panel(col: int, nb: int, n: int, t_offset: int, shape: ShapeConfig, slot: int) -> PanelOp:
+def _split_fits(rows: int, nb: int, shape: ShapeConfig) -> bool:
+    """Whether a panel of nb columns over `rows` rows is split by rows: into two slabs at least,
+    each no shorter than the panel is wide (so the first holds its top block), nb wide enough for
+    tl.dot, and the slab and join tiles within the panel register budget."""
+    slab_rows = shape.panel_split_rows
+    if not slab_rows or rows <= slab_rows or nb < DOT_MIN or slab_rows < nb:
+        return False
+    stack_m = next_pow2(-(-rows // slab_rows) * nb)
+    return max(next_pow2(slab_rows), stack_m) * nb <= shape.max_panel_elems
+
+
+def _split_width(rows: int, shape: ShapeConfig) -> int | None:
+    """Width of a row-split panel over `rows` rows: panel_width, halved until it fits; None where
+    no width splits (the panel is then one program's)."""
+    nb = shape.panel_width
+    while nb > DOT_MIN and not _split_fits(rows, nb, shape):
+        nb //= 2
+    return nb if _split_fits(rows, nb, shape) else None
+
+
+def _warps(elems: int, shape: ShapeConfig) -> int:
+    """Warps of a program holding `elems` panel elements in registers."""
+    threads = elems // shape.panel_elems_per_thread
+    return min(MAX_WARPS, max(1, next_pow2(max(1, threads // 32))))
+
+
+def _panel(
+    col: int, nb: int, n: int, t_offset: int, shape: ShapeConfig, slot: int
+) -> PanelOp | SplitPanelOp:
+    if _split_fits(n - col, nb, shape):
+        slab_rows = shape.panel_split_rows
+        slabs = -(-(n - col) // slab_rows)
+        slab_m, stack_m = next_pow2(slab_rows), next_pow2(slabs * nb)
+        slab_warps, join_warps = _warps(slab_m * nb, shape), _warps(stack_m * nb, shape)
+        return SplitPanelOp(
+            col, nb, slab_rows, slabs, slab_m, stack_m, slab_warps, join_warps, t_offset, slot
+        )
     block_m = max(MIN_BLOCK_M, next_pow2(n - col))
-    threads = block_m * nb // shape.panel_elems_per_thread
-    warps = min(MAX_WARPS, max(1, next_pow2(max(1, threads // 32))))
-    return PanelOp(col, nb, block_m, warps, t_offset, slot)
+    return PanelOp(col, nb, block_m, _warps(block_m * nb, shape), t_offset, slot)
 
 
 def _update(
