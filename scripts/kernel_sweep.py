@@ -1,11 +1,11 @@
 """Device-side structural sweep of the fast geqrf, sized for one short device lease.
 
 Per shape class, every variant (the class's shipped point changed by a few knobs: path, blocking,
-per-product precision, row-split Gram, look-ahead) first runs the class's qr_v2 test specs, and
-extra rowscale/band/mixed specs, through the gates in parallel worker processes (which also compiles
-every kernel into the shared Triton cache); the variants that pass with margin are then timed in
-one process on the class's benchmark specs (each benchmark spec's first input is checked too),
-and the fastest becomes the class's point.
+per-product precision, row-split Gram, look-ahead, row-split panels) first runs the class's qr_v2
+test specs, and extra rowscale/band/mixed specs, through the gates in parallel worker processes
+(which also compiles every kernel into the shared Triton cache); the variants that pass with
+margin are then timed in one process on the class's benchmark specs (each benchmark spec's first
+input is checked too), and the fastest becomes the class's point.
 
 `python scripts/kernel_sweep.py --out DIR [--workers N]` writes DIR/sweep.json, DIR/configs.toml
 (the chosen point per class) and DIR/profile.txt, and prints a short table last. Its timings steer
@@ -46,6 +46,8 @@ ALL_TF32 = {"update_precision": "tf32", "update_apply_precision": "tf32", "t_pre
 ALWAYS_SPLIT = {"update_split_below": 65536}
 LOOKAHEAD = {"lookahead": True}
 NEVER_SPLIT = {"update_split_below": 0}  # every update fused, so every panel gets a look-ahead
+# Row-split panels (panel_split.py): slab programs, a stacked-R join, a V rebuild per panel.
+SPLIT_256, SPLIT_512 = {"panel_split_rows": 256}, {"panel_split_rows": 512}
 
 # Knob changes tried per shape class, each against the class's shipped point. Every class with a
 # relaxed precision lists SAFE (3×TF32 everywhere) so that some variant passes with margin.
@@ -82,12 +84,20 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         SAFE,
         {"max_panel_elems": 65536},
         {"t_gram_rows": 512},
+        SPLIT_256,
+        {**SPLIT_256, "panel_width": 16},
+        {**SPLIT_512, "panel_width": 16},
+        {"panel_split_rows": 128, "panel_width": 16},
     ],
     "huge": [
         SAFE,
         {**ALL_TF32, "t_gram_rows": 256},
         {"t_gram_rows": 512},
         {"max_panel_elems": 65536},
+        SPLIT_256,
+        SPLIT_512,
+        {**SPLIT_256, "panel_width": 16},
+        {**SPLIT_512, "panel_width": 16},
     ],
 }
 
