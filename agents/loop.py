@@ -66,6 +66,7 @@ from qrsup.kernels.schema import (
 
 MEMORY_SIZE = 12
 FREE_RETRIES = 3  # a free proposer's tries for a point no other agent holds, per iteration
+FRUITLESS_BEFORE_PAUSE = 5  # proposals in a row that gave no new candidate to judge
 IDLE_POLL_SECONDS = 1.0
 
 
@@ -106,6 +107,7 @@ class ResearchAgent:
         self.guidance = Guidance(guidance)
         self.started = time.monotonic()
         self.iteration = 0
+        self.fruitless_in_a_row = 0
         self.best_ns: float | None = None
         self.isolation_warning = ""
 
@@ -155,6 +157,7 @@ class ResearchAgent:
             if not self.state.paused and (over := self.state.budget.exceeded(self.changes.spend)):
                 self._pause_for_budget(over)
             if self.state.paused or self.state.goal_met:
+                self.fruitless_in_a_row = 0  # after a pause, the count starts afresh
                 self._idle("paused" if self.state.paused else "goal met")
                 continue
             if self._proposer_now() is None:
@@ -183,6 +186,8 @@ class ResearchAgent:
             if outcome.pause:
                 self.state.paused = True
                 record.decision = Decision.PAUSED
+            else:
+                self._count_fruitless(record, fruitless=True)
             self._finish(record)
             return
         record.hypothesis = outcome.hypothesis
@@ -197,6 +202,7 @@ class ResearchAgent:
                 break
             record = IterationDraft(iteration, outcome.hypothesis, parent_id=record.parent_id)
             candidate = self._register(outcome, context.parent.candidate_id, record)
+        self._count_fruitless(record, fruitless=candidate is None)
         if candidate is None:
             self._finish(record)
             return
@@ -227,6 +233,21 @@ class ResearchAgent:
         history = self.store.outcomes(self.name)
         self.changes.stall(history, self.decider.noise)
         self._consult_advisor(context, history)
+
+    def _count_fruitless(self, record: IterationDraft, fruitless: bool) -> None:
+        """A proposer that keeps giving nothing new to judge (repeats, edits that change
+        nothing, answers that do not apply) is paused until a person steers or resumes it: a
+        model's or a CLI's every try costs a call, and even a free one would spin through
+        iterations and flood the log."""
+        self.fruitless_in_a_row = self.fruitless_in_a_row + 1 if fruitless else 0
+        if self.fruitless_in_a_row >= FRUITLESS_BEFORE_PAUSE:
+            self.fruitless_in_a_row = 0
+            self.state.paused = True
+            record.decision = Decision.PAUSED
+            record.reason += (
+                f"; {FRUITLESS_BEFORE_PAUSE} proposals in a row gave nothing new to judge: "
+                "paused until steered or resumed"
+            )
 
     def _context(self, iteration: int, incumbent: Incumbent) -> ProposalContext:
         parent = self._parent_row(incumbent)

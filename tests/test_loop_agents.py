@@ -145,16 +145,53 @@ def test_kill_9_mid_evaluation_then_restart_continues_from_the_last_record(tmp_p
     store.close()
 
 
+# A coding-agent CLI whose edit is far faster on the tiny suite (LAPACK's geqrf in place of the
+# Python blocked WY), so the exploit slot keeps its first candidate and the goal is met in one
+# iteration rather than after a random search (which took 18 s to over 280 s).
+SWAP_IN_LAPACK = """#!/bin/sh
+sed -i 's/return geqrf_blocked(a, CONFIG)/return torch.geqrf(a)/' candidate.py
+echo "LAPACK's geqrf: no Python loop over panels" > hypothesis.txt
+"""
+
+
 def test_goal_met_agent_reports_and_idles(tmp_path):
-    # Only a kept candidate meets a goal; a near-miss agent keeps one soonest (any spec won).
-    paths = make_session(tmp_path, (AgentSpec("a1", role="near-miss", goal="geomean < 100s"),))
+    swap = tmp_path / "swap-in-lapack"
+    swap.write_text(SWAP_IN_LAPACK)
+    swap.chmod(0o755)
+    command = f"{swap} {{prompt_file}}"
+    spec = AgentSpec("a1", proposer="command", command=command, goal="geomean < 100s")
+    paths = make_session(tmp_path, (spec,))
     fleet = Fleet(paths)
     fleet.start("a1")
     try:
-        wait_for(lambda: fleet.status("a1").state == "goal met", 280, "the goal to be met")
+        wait_for(lambda: fleet.status("a1").state == "goal met", 120, "the goal to be met")
         met = [e for e in read_events(paths.events("a1")) if e.get("event") == "goal_met"]
         assert len(met) == 1 and met[0]["goal"] == "geomean < 100s"
         fleet.stop("a1")
         assert fleet.wait_stopped(["a1"], 60) == []
     finally:
         fleet.kill("a1")  # a failed wait leaves no agent behind to slow every later test
+
+
+def test_a_proposer_that_gives_nothing_new_is_paused_until_resumed(tmp_path):
+    """The same edit every time: judged once; from the kept candidate on, the edit changes
+    nothing, and the fifth such proposal in a row pauses the agent instead of letting it spin
+    (a model's every try costs a call)."""
+    swap = tmp_path / "swap-in-lapack"
+    swap.write_text(SWAP_IN_LAPACK)
+    swap.chmod(0o755)
+    command = f"{swap} {{prompt_file}}"
+    spec = AgentSpec("a1", proposer="command", command=command, goal="geomean < 1ns")
+    paths = make_session(tmp_path, (spec,))
+    fleet = Fleet(paths)
+    fleet.start("a1")
+    try:
+        wait_for(lambda: fleet.status("a1").state == "paused", 120, "the agent to pause")
+        records = [e for e in read_events(paths.events("a1")) if e.get("event") == "iteration"]
+        assert records[0]["evaluated"] and records[-1]["decision"] == "paused"
+        assert len(records) == 6 and not any(r["evaluated"] for r in records[1:])
+        assert "5 proposals in a row gave nothing new to judge" in records[-1]["reason"]
+        fleet.resume("a1")
+        wait_for(lambda: fleet.status("a1").state != "paused", 30, "the agent to resume")
+    finally:
+        fleet.kill("a1")
