@@ -14,6 +14,8 @@ imported as compiled kernels, not interpreted ones.
 from __future__ import annotations
 
 import dataclasses
+import multiprocessing
+import os
 import sys
 import time
 from collections.abc import Iterator
@@ -184,6 +186,13 @@ def check(launch: Launch) -> str | None:
     return None
 
 
+_LAUNCHES: list[Launch] = []
+
+
+def _check_recorded(index: int) -> str | None:
+    return check(_LAUNCHES[index])
+
+
 def cuda_compiler_available() -> bool:
     """Whether this Triton can compile for NVIDIA GPUs here: its CUDA backend and a ptxas."""
     try:
@@ -206,17 +215,21 @@ def main() -> int:
     if not kernels:
         print("no compiled kernels to check: run with TRITON_INTERPRET unset")
         return 2
-    start, failures, count, compiled = time.monotonic(), 0, 0, set()
-    for launch in representative_launches(plans_to_compile(load_config())):
-        count += 1
-        compiled.add(launch.kernel.__name__)
-        reason = check(launch)
+    start = time.monotonic()
+    _LAUNCHES[:] = representative_launches(plans_to_compile(load_config()))
+    # One compile per core: each is a chain of compiler passes and a ptxas run. Forked workers
+    # inherit the recorded launches, which hold kernels and meta tensors that do not pickle.
+    with multiprocessing.get_context("fork").Pool(os.cpu_count()) as pool:
+        reasons = pool.map(_check_recorded, range(len(_LAUNCHES)))
+    failures = 0
+    for launch, reason in zip(_LAUNCHES, reasons, strict=True):
         if reason is not None:
             failures += 1
             print(f"FAIL {launch.where} {launch.kernel.__name__}: {reason}", flush=True)
+    compiled = {launch.kernel.__name__ for launch in _LAUNCHES}
     missing = sorted(set(kernels) - compiled)
     took = time.monotonic() - start
-    print(f"{count} launches of {len(compiled)} kernels compiled for sm_90 in {took:.0f}s")
+    print(f"{len(_LAUNCHES)} launches of {len(compiled)} kernels compiled for sm_90 in {took:.0f}s")
     print(f"{failures} failed")
     if missing:
         print(f"no plan launches {', '.join(missing)}")
