@@ -11,6 +11,7 @@ standard quick stage.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,11 +52,16 @@ def focus_from_parent(
     """The loop's view: a candidate's affected specs against its stored parent, for families
     with a declared config space."""
 
+    @functools.cache
+    def class_of(family: str) -> Callable[[Spec], str]:
+        """A spec's class, resolved once per family and spec: a space reads its configs file
+        on every call."""
+        return functools.cache(space_for(family, repo_root).class_of)
+
     def focus(candidate: Candidate) -> AffectedSpecs | None:
         parent = parent_of(candidate.parent_id) if candidate.parent_id else None
         if parent is None or parent.family != candidate.family or candidate.family not in FAMILIES:
             return None
-        space = space_for(candidate.family, repo_root)
-        return affected_specs(candidate.params, parent.params, suite, space.class_of)
+        return affected_specs(candidate.params, parent.params, suite, class_of(candidate.family))
 
     return focus

@@ -342,8 +342,7 @@ class ResearchAgent:
         self._store_stage(candidate.id, quick)
         if not quick.passed:
             return quick, None
-        indices = list(focus.benchmarks) if focus else self.evaluator.quick_indices
-        comparison = self._promising(quick, incumbent, indices)
+        comparison = self._promising(quick, incumbent)
         if not comparison.favours_candidate:
             return quick, comparison
         self.heartbeat.update(detail="full")
@@ -391,13 +390,12 @@ class ResearchAgent:
             candidate_id, self.name, self.iteration, result.stage, report, result.spec_means_ns
         )
 
-    def _promising(
-        self, quick: StageResult, incumbent: Incumbent, indices: list[int]
-    ) -> Comparison:
-        """The quick stage against the incumbent's figures on the same specs: the same rule, on
-        this agent's device, from a run at most `incumbent_refresh` of this agent's evaluations
-        old."""
+    def _promising(self, quick: StageResult, incumbent: Incumbent) -> Comparison:
+        """The quick stage against the incumbent's figures on the specs it timed: the same rule,
+        on this agent's device, from a run at most `incumbent_refresh` of this agent's
+        evaluations old."""
         margin = role(self.spec.role).promise_margin
+        indices = sorted(quick.spec_means_ns)  # a passed stage timed every spec it was given
         theirs, age = self._incumbent_quick(incumbent, indices)
         mine = quick.geomean_over(indices)
         return Comparison("quick", mine, geomean_over(theirs, indices), margin, age, indices)
