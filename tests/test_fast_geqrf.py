@@ -398,18 +398,6 @@ def test_lookahead_path_passes_and_matches_the_plain_launches(
     assert torch.allclose(h, h_plain, atol=1e-5) and torch.allclose(tau, tau_plain, atol=1e-6)
 
 
-@pytest.mark.parametrize(("batch", "n"), [(1, 1), (2, 2), (1, 17), (2, 33)])
-def test_lookahead_path_passes_awkward_sizes_and_strided_input(
-    tmp_path: Path, batch: int, n: int
-) -> None:
-    solver = _solver_with(tmp_path, **LOOKAHEAD)
-    a = torch.randn(batch, n, 2 * n, device=DEVICE)[:, :, ::2]
-    before = a.clone()
-    h, tau = solver(a)
-    assert torch.equal(a, before) and h.shape == (batch, n, n) and tau.shape == (batch, n)
-    _assert_passes(a, h, tau)
-
-
 SPLIT_PANELS = {"panel_split_rows": 32, "panel_width": 16, "block_width": 32}
 
 
@@ -441,11 +429,18 @@ def test_row_split_panels_rebuild_the_factors_the_one_program_panels_find(tmp_pa
     assert torch.allclose(h, h_plain, atol=1e-3, rtol=1e-3)
 
 
-@pytest.mark.parametrize(("batch", "n"), [(1, 1), (2, 33), (1, 48)])
-def test_row_split_panels_pass_awkward_sizes_and_strided_input(
-    tmp_path: Path, batch: int, n: int
+@pytest.mark.parametrize(
+    ("path", "batch", "n"),
+    [
+        *[("lookahead", batch, n) for batch, n in [(1, 1), (2, 2), (1, 17), (2, 33)]],
+        *[("split panels", batch, n) for batch, n in [(1, 1), (2, 33), (1, 48)]],
+    ],
+)
+def test_lookahead_and_split_panels_pass_awkward_sizes_and_strided_input(
+    tmp_path: Path, path: str, batch: int, n: int
 ) -> None:
-    solver = _solver_with(tmp_path, **SPLIT_PANELS)
+    knobs = {"lookahead": LOOKAHEAD, "split panels": SPLIT_PANELS}[path]
+    solver = _solver_with(tmp_path, **knobs)
     a = torch.randn(batch, n, 2 * n, device=DEVICE)[:, :, ::2]
     before = a.clone()
     h, tau = solver(a)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+from pathlib import Path
 
 import git
 import psutil
@@ -13,7 +14,7 @@ from qrsup.agents import inbox
 from qrsup.agents.evaluation import Evaluator
 from qrsup.agents.promotion import promote
 from qrsup.agents.records import read_events
-from qrsup.agents.session import AgentSpec, load_session
+from qrsup.agents.session import AgentSpec, RunPaths, load_session
 from qrsup.agents.store import Store
 from qrsup.kernels.suites import get_suite
 from qrsup.supervisor.fleet import Fleet
@@ -154,15 +155,20 @@ echo "LAPACK's geqrf: no Python loop over panels" > hypothesis.txt
 """
 
 
-def test_goal_met_agent_reports_and_idles(tmp_path):
+def _start_lapack_swapping_agent(tmp_path: Path, goal: str) -> tuple[RunPaths, Fleet]:
+    """Agent a1 driving SWAP_IN_LAPACK as its coding-agent CLI, started."""
     swap = tmp_path / "swap-in-lapack"
     swap.write_text(SWAP_IN_LAPACK)
     swap.chmod(0o755)
-    command = f"{swap} {{prompt_file}}"
-    spec = AgentSpec("a1", proposer="command", command=command, goal="geomean < 100s")
+    spec = AgentSpec("a1", proposer="command", command=f"{swap} {{prompt_file}}", goal=goal)
     paths = make_session(tmp_path, (spec,))
     fleet = Fleet(paths)
     fleet.start("a1")
+    return paths, fleet
+
+
+def test_goal_met_agent_reports_and_idles(tmp_path):
+    paths, fleet = _start_lapack_swapping_agent(tmp_path, "geomean < 100s")
     try:
         wait_for(lambda: fleet.status("a1").state == "goal met", 120, "the goal to be met")
         met = [e for e in read_events(paths.events("a1")) if e.get("event") == "goal_met"]
@@ -177,14 +183,7 @@ def test_a_proposer_that_gives_nothing_new_is_paused_until_resumed(tmp_path):
     """The same edit every time: judged once; from the kept candidate on, the edit changes
     nothing, and the fifth such proposal in a row pauses the agent instead of letting it spin
     (a model's every try costs a call)."""
-    swap = tmp_path / "swap-in-lapack"
-    swap.write_text(SWAP_IN_LAPACK)
-    swap.chmod(0o755)
-    command = f"{swap} {{prompt_file}}"
-    spec = AgentSpec("a1", proposer="command", command=command, goal="geomean < 1ns")
-    paths = make_session(tmp_path, (spec,))
-    fleet = Fleet(paths)
-    fleet.start("a1")
+    paths, fleet = _start_lapack_swapping_agent(tmp_path, "geomean < 1ns")
     try:
         wait_for(lambda: fleet.status("a1").state == "paused", 120, "the agent to pause")
         records = [e for e in read_events(paths.events("a1")) if e.get("event") == "iteration"]
