@@ -24,6 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from qrsup.kernels.timing import geomean
+
 HARNESS_FILES = ("eval.py", "reference.py", "task.py", "utils.py")
 MODE_SPECS = {"test": "tests", "benchmark": "benchmarks", "leaderboard": "benchmarks"}
 
@@ -103,11 +105,8 @@ def qrsup_means_ns(report_json: Path) -> dict[str, float]:
     }
 
 
-def geomean(values: list[float]) -> float:
-    product = 1.0
-    for value in values:
-        product *= value
-    return product ** (1 / len(values)) if values else float("nan")
+def geomean_ms(means_ns: dict[str, float]) -> str:
+    return f"{geomean(list(means_ns.values())) / 1e6:.4f}" if means_ns else "—"
 
 
 def comparison_table(harness: dict[str, float], others: dict[str, dict[str, float]]) -> str:
@@ -121,9 +120,7 @@ def comparison_table(harness: dict[str, float], others: dict[str, dict[str, floa
             theirs = others[name].get(_same_spec(spec, others[name]))
             cells.append(f"{theirs / 1e6:.4f} ({theirs / mean:.3f})" if theirs else "—")
         rows.append(" | ".join(cells))
-    cells = ["geomean", f"{geomean(list(harness.values())) / 1e6:.4f}"]
-    for name in names:
-        cells.append(f"{geomean(list(others[name].values())) / 1e6:.4f}")
+    cells = ["geomean", geomean_ms(harness)] + [geomean_ms(others[name]) for name in names]
     rows.append(" | ".join(cells))
     return "\n".join(rows)
 
