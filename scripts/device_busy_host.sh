@@ -7,11 +7,7 @@ set -uo pipefail
 out=${1:?output directory}
 source "$(dirname "$0")/device_common.sh"
 install_wheels
-{
-  date -u; id; nproc
-  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-  python -c "import torch, triton; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'triton', triton.__version__)"
-} > "$out/env.txt" 2>&1
+record_env
 fast=kernels/candidates/fast_geqrf.py
 off=$(mktemp -d) && printf '[judge]\nisolation = "off"\n' > "$off/qrsup.toml"
 step contest_alone 150 "${qrsup[@]}" bench $fast --suite qr_v2 --baseline --json "$out/contest_alone.json"

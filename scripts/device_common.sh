@@ -16,6 +16,15 @@ step() {
   echo "$name rc=$? wall_s=$(( $(date +%s) - start ))" | tee -a "$out/steps.txt"
   pack
 }
+# What ran where, for docs/benchmarks.md: written to $out/env.txt by every device script.
+record_env() {
+  {
+    date -u; id; echo "cores: $(nproc)"; echo "CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-}"
+    nvidia-smi --query-gpu=index,name,driver_version,memory.total,clocks.sm --format=csv,noheader
+    python -c "import torch, triton; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'triton', triton.__version__)"
+    git log -1 --format='commit %h %s' 2>/dev/null
+  } > "$out/env.txt" 2>&1
+}
 # The loop's dependencies beyond the device's image (gitpython, openai and theirs) travel in .whl
 # (`bash scripts/fetch_device_wheels.sh` fills it).
 install_wheels() {

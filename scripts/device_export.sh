@@ -11,6 +11,7 @@ out=${1:?output directory}
 harness=${2:?the contest harness folder}
 source "$(dirname "$0")/device_common.sh"
 install_wheels
+record_env
 fast=kernels/candidates/fast_geqrf.py
 step export 60 "${qrsup[@]}" export $fast -o "$out/submission.py" --force
 wc -c "$out/submission.py" | tee -a "$out/steps.txt"

@@ -9,12 +9,7 @@ out=${1:?output directory}
 shift
 source "$(dirname "$0")/device_common.sh"
 install_wheels
-{
-  date -u; id
-  nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader
-  python -c "import torch, triton; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'triton', triton.__version__)"
-  echo "CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-}"
-} > "$out/env.txt" 2>&1
+record_env
 fast=kernels/candidates/fast_geqrf.py
 off=$(mktemp -d) && printf '[judge]\nisolation = "off"\n' > "$off/qrsup.toml"
 run_step() {

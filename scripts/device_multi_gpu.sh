@@ -18,7 +18,7 @@ minutes=${2:?minutes per loop}
 shift 2
 source "$(dirname "$0")/device_common.sh"
 install_wheels
-{ date -u; nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader; } > "$out/env.txt" 2>&1
+record_env
 bench=("${qrsup[@]}" bench kernels/candidates/fast_geqrf.py --suite qr_v2 --rule quick)
 
 alone() {  # alone NAME GPU

@@ -6,11 +6,7 @@ out=${1:?output directory}
 qrsup=(python -m qrsup.supervisor.cli)
 source "$(dirname "$0")/device_common.sh"
 install_qrsup
-{
-  date -u
-  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-  python -c "import torch, triton; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'triton', triton.__version__)"
-} > "$out/env.txt" 2>&1
+record_env
 step test_fast 120 "${qrsup[@]}" test kernels/candidates/fast_geqrf.py --suite qr_v2 --json "$out/test_fast.json"
 step bench_fast 300 "${qrsup[@]}" bench kernels/candidates/fast_geqrf.py --suite qr_v2 --baseline --json "$out/bench_fast.json"
 [ -n "${PYTEST_GPU:-}" ] && step pytest_gpu 90 python -m pytest -q -m gpu tests

@@ -9,12 +9,7 @@ shift
 results=$out
 source "$(dirname "$0")/device_common.sh"
 install_wheels  # the CLI imports the proposers, whose wheels travel in .whl
-{
-  date -u
-  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv,noheader
-  python -c "import torch, triton; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'triton', triton.__version__)"
-  git log -1 --format='commit %h %s' 2>/dev/null
-} > "$out/env.txt" 2>&1
+record_env
 step sweep 85 python scripts/kernel_sweep.py --out "$out/sweep" "$@"
 if [ -s "$out/sweep/configs.toml" ]; then
   cp "$out/sweep/configs.toml" kernels/fast/configs.toml
