@@ -143,6 +143,10 @@ def main() -> int:
     parser.add_argument("--qrsup-json", type=Path, nargs="*", default=[])
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
+    missing = [n for n in (*HARNESS_FILES, "task.yml") if not (args.harness / n).is_file()]
+    if missing or not args.submission.is_file():
+        what = f"{args.harness} lacks {', '.join(missing)}" if missing else "no such submission"
+        parser.error(f"{what} (see this script's docstring for the harness files)")
     results = [run_mode(args.harness, args.submission, m, args.timeout_s) for m in args.mode]
     for result in results:
         fields = result["fields"]

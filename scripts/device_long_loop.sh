@@ -52,6 +52,9 @@ case $verb in
     echo "started $agents agents (pid $(cat "$long/pid")) for $minutes minutes on GPUs $gpus"
     tail -n 5 "$long/run.txt"
     ;;
+  snapshot | collect)
+    [ -f "$long/pid" ] || { echo "no session was started on this machine: run start first" >&2; exit 2; }
+    ;;&
   snapshot)
     export PYTHONPATH=$QRSUP_SITE PYTHONUNBUFFERED=1
     summarize
