@@ -2,8 +2,8 @@
 
 Q is materialised as the contest's checker does it (`torch.linalg.householder_product` on the
 float32 factors), so a verdict here is the contest's. That call applies the reflectors one at a
-time and dominates a check's cost (3.5 s for 16 × 512 on a 2-core CPU, against 0.9 s for the
-three float64 products). Re-checks of timed repetitions, which are there to catch wrong outputs
+time, and on a 2-core CPU it took several times as long as the check's float64 products (not a
+benchmark). Re-checks of timed repetitions, which are there to catch wrong outputs
 rather than to grade near misses, may ask for Q in float64 from a few batched products instead
 (`exact_q=False`): the same Q up to float64 rounding, without the contest's float32 rounding.
 """
