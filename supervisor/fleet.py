@@ -48,6 +48,8 @@ from qrsup.supervisor.local_ray import ensure_session_instance, session_instance
 
 STALE_HEARTBEAT_S = 30.0
 EXIT_STATUS_WAIT_S = 5.0
+PROC_READ_ATTEMPTS = 3
+PROC_READ_RETRY_S = 0.05
 UNRECORDED = "its death is not recorded yet"
 
 
@@ -137,20 +139,23 @@ class Fleet:
         return [a.name for a in self.session.agents]
 
     def pid(self, name: str) -> int | None:
-        """The agent's pid if that process is alive and really is this agent."""
+        """The agent's pid if that process is alive and really is this agent.
+
+        A child of this supervisor is asked directly: its exit status is certain, while reading
+        /proc on a loaded host can fail for a moment, and a live agent taken for dead gets a
+        false death record. Any other process is read through /proc, a failed read retried."""
         try:
             pid = int(self.paths.pid_file(name).read_text())
         except (OSError, ValueError):
             return None
-        try:
-            process = psutil.Process(pid)
-            cmdline = process.cmdline()
-            if process.status() == psutil.STATUS_ZOMBIE:
-                return None
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            return None
-        if "qrsup.agents.agent_main" in cmdline and name in cmdline:
-            return pid
+        child = self._children.get(name)
+        if child is not None and child.pid == pid:
+            return pid if child.poll() is None else None
+        for attempt in range(PROC_READ_ATTEMPTS):
+            if attempt:
+                time.sleep(PROC_READ_RETRY_S)
+            if (identity := _is_agent(pid, name)) is not None:
+                return pid if identity else None
         return None
 
     def is_running(self, name: str) -> bool:
@@ -372,6 +377,34 @@ class Fleet:
         if child is not None and child.poll() is not None:
             self._exit_codes[name] = child.returncode
             del self._children[name]
+
+
+def _is_agent(pid: int, name: str) -> bool | None:
+    """Whether the process is this agent; None when /proc could not say (read it again)."""
+    try:
+        process = psutil.Process(pid)
+        if process.status() == psutil.STATUS_ZOMBIE:
+            return False
+        cmdline = process.cmdline()
+    except psutil.ZombieProcess:
+        return False
+    except psutil.NoSuchProcess:
+        return None if _exists(pid) else False
+    except psutil.AccessDenied:
+        return None
+    if not cmdline:  # a transient empty read
+        return None
+    return "qrsup.agents.agent_main" in cmdline and name in cmdline
+
+
+def _exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # another user's process: it exists
+    return True
 
 
 def _extra_fields(extra: dict[str, object], spec: AgentSpec) -> dict[str, object]:

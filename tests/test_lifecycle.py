@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import psutil
 import pytest
 from qrsup.agents.heartbeat import read_beat
 from qrsup.agents.lifecycle import Desired, read_control
@@ -152,3 +153,35 @@ def test_an_agent_that_dies_three_times_in_ten_minutes_is_left_stopped(tmp_path)
         for name in ("a1", "a2"):
             Fleet(paths).kill(name)
             fleet.kill(name)
+
+
+def test_a_live_agent_is_not_taken_for_dead_when_proc_cannot_be_read(tmp_path, monkeypatch):
+    """A loaded host can fail a /proc read for a moment; a live agent recorded as dead would cut
+    off its candidate in flight with a false `interrupted` record."""
+    paths, fleet = _session(tmp_path)
+    try:
+        fleet.start("a1")
+        wait_for(lambda: read_beat(paths.heartbeat("a1")) is not None, 60, "a1's heartbeat")
+        reads = {"failed": 0}
+        real_cmdline = psutil.Process.cmdline
+
+        def unreadable_once(process: psutil.Process) -> list[str]:
+            if reads["failed"] == 0:
+                reads["failed"] += 1
+                return []  # what an interrupted read of /proc/<pid>/cmdline gives
+            return real_cmdline(process)
+
+        monkeypatch.setattr(psutil.Process, "cmdline", unreadable_once)
+        assert Fleet(paths).is_running("a1")  # not its parent: read again
+        assert reads["failed"] == 1
+
+        def denied(process: psutil.Process) -> list[str]:
+            raise psutil.AccessDenied(process.pid)
+
+        monkeypatch.setattr(psutil.Process, "cmdline", denied)
+        assert fleet.is_running("a1")  # its parent asks the child itself
+        assert fleet.notice_deaths() == []
+        monkeypatch.undo()
+        assert not [e for e in read_events(paths.events("a1")) if e.get("action") == "died"]
+    finally:
+        fleet.kill("a1")
