@@ -19,6 +19,7 @@ from qrsup.agents.incumbent import REPO_ROOT
 from qrsup.agents.judge_executor import session_executor
 from qrsup.agents.lifecycle import record_death
 from qrsup.agents.loop import ResearchAgent
+from qrsup.agents.precompile import Precompiler
 from qrsup.agents.proposal import Proposer
 from qrsup.agents.proposers import CommandConfig, CommandProposer, ModelConfig, OpenAIProposer
 from qrsup.agents.records import AgentLog, append_event, replace_atomically
@@ -113,8 +114,13 @@ def main(argv: list[str] | None = None) -> int:
         # timed run would slow that run down.
         warm = settings.warm_referees and device.startswith("cuda")
         executor = session_executor(paths, session, name, log, warm)
-        # The tuner's candidates are qrsup's own code: they may share compiled kernels.
-        cache = shared(paths.agent_dir(name) / "triton") if spec.proposer == "tuner" else None
+        # The tuner's candidates are qrsup's own code: they may share compiled kernels, and
+        # this host may compile them ahead of their judge runs.
+        tuner = spec.proposer == "tuner"
+        cache_dir = paths.agent_dir(name) / "triton"
+        cache = shared(cache_dir) if tuner else None
+        local = tuner and session.executor == "local"
+        precompiler = Precompiler.for_device(device, cache_dir, paths.work(name)) if local else None
         evaluator = Evaluator.for_session(paths, session, device, cache, executor)
         proposer = build_proposer(spec, session, store)
         advisor = build_advisor(spec, session, paths)
@@ -130,6 +136,7 @@ def main(argv: list[str] | None = None) -> int:
             hook=status_hook(settings, session, paths, name),
             guidance=session.workspace / settings.guidance_file,
             focus=focus_from_parent(store.candidate, evaluator.suite, REPO_ROOT),
+            precompile=precompiler,
         )
         return agent.run()
     except Exception:

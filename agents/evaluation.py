@@ -156,8 +156,18 @@ class Evaluator:
     ) -> StageResult:
         if focus is None:
             return self._quick_rule(path, self.suite.tests, self.quick_indices, progress)
-        tests = tuple(self.suite.tests[i] for i in focus.tests)
-        return self._quick_rule(path, tests, list(focus.benchmarks), progress)
+        return self._quick_rule(path, self._focus_tests(focus), list(focus.benchmarks), progress)
+
+    def judged_specs(self, focus: AffectedSpecs | None = None) -> tuple[Spec, ...]:
+        """The specs a candidate's stages can run its own kernels on: with a focus, the focus
+        alone (the other specs run its parent's kernels)."""
+        if focus is None:
+            return self.suite.tests + self.suite.benchmarks
+        benchmarks = tuple(self.suite.benchmarks[i] for i in focus.benchmarks)
+        return self._focus_tests(focus) + benchmarks
+
+    def _focus_tests(self, focus: AffectedSpecs) -> tuple[Spec, ...]:
+        return tuple(self.suite.tests[i] for i in focus.tests)
 
     def reference(self, path: Path, progress: Progress | None = None) -> StageResult:
         """Recorded as a quick stage: the same rule, every benchmark spec, no tests."""

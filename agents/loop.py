@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from types import FrameType
@@ -63,6 +63,7 @@ from qrsup.kernels.schema import (
     Verdict,
     role,
 )
+from qrsup.kernels.suites import Spec
 
 MEMORY_SIZE = 12
 FREE_RETRIES = 3  # a free proposer's tries for a point no other agent holds, per iteration
@@ -86,9 +87,11 @@ class ResearchAgent:
         hook: StatusHook | None = None,
         guidance: Path | None = None,
         focus: Callable[[Candidate], AffectedSpecs | None] | None = None,
+        precompile: Callable[[Candidate, Sequence[Spec]], str] | None = None,
     ) -> None:
         self.paths = paths
         self.focus = focus  # which specs a candidate's change can reach, where that is known
+        self.precompile = precompile  # compiles a candidate's kernels before its judge run
         self.session = session
         self.spec = spec
         self.store = store
@@ -338,6 +341,11 @@ class ResearchAgent:
         self.heartbeat.update(state="evaluating", candidate=candidate.id, detail="quick")
         self.log.write(f"it {self.iteration}: judging {candidate.id}: {candidate.hypothesis}")
         focus = self.focus(candidate) if self.focus else None
+        if self.precompile is not None:
+            self.heartbeat.update(detail="compiling")
+            if line := self.precompile(candidate, self.evaluator.judged_specs(focus)):
+                self.log.write(f"it {self.iteration}: {line}")
+            self.heartbeat.update(detail="quick")
         quick = self.evaluator.quick(path, self._progress("quick"), focus)
         self._store_stage(candidate.id, quick)
         if not quick.passed:

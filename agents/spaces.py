@@ -142,17 +142,8 @@ class FastKernelSpace:
         }
 
     def read(self, source: str) -> Point | None:
-        tree = _module(source)
-        if tree is None:
-            return None
-        for node in tree.body:
-            if isinstance(node, ast.Assign) and _assigns(node, "CONFIG_TOML"):
-                try:
-                    raw = tomllib.loads(ast.literal_eval(node.value))
-                    return _flatten_shapes(parse_config(raw, Path("<candidate>")))
-                except (ValueError, tomllib.TOMLDecodeError):
-                    return None
-        return None
+        config = embedded_config(source)
+        return _flatten_shapes(config) if config is not None else None
 
     def render(self, point: Mapping[str, object]) -> str:
         config = self._config()
@@ -174,6 +165,22 @@ class FastKernelSpace:
 
     def class_of(self, spec: Spec) -> str:
         return self._config().for_shape(spec.batch, spec.n).name
+
+
+def embedded_config(source: str) -> Config | None:
+    """The config a fast-kernel candidate embeds (FAST_TEMPLATE's CONFIG_TOML), read from its
+    text without running it; None for any other source."""
+    tree = _module(source)
+    if tree is None:
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and _assigns(node, "CONFIG_TOML"):
+            try:
+                raw = tomllib.loads(ast.literal_eval(node.value))
+                return parse_config(raw, Path("<candidate>"))
+            except ValueError:  # a malformed literal, TOML or config (all ValueErrors)
+                return None
+    return None
 
 
 def _flatten_shapes(config: Config) -> Point:

@@ -63,8 +63,12 @@ class Role:
         return f"role_{self.name.replace('-', '_')}.md"
 
 
+# The exploit margin is about the quick rule's noise: the quick stage is compared like for like
+# (same rule, device and specs), and 12 of the 14 exploit candidates that reached the
+# full stage within 10% on the 2026-11-30 loop run were rejected there, each costing a contest-rule
+# run (docs/runs/2026-11-30-h200-x2/loop_store.sqlite).
 ROLES: tuple[Role, ...] = (
-    Role("exploit", 0.10, "the fastest candidate of the incumbent's family"),
+    Role("exploit", 0.02, "the fastest candidate of the incumbent's family"),
     Role("near-miss", 0.5, "wins at least one spec against the incumbent while losing overall"),
     Role("structural", 1.0, "the fastest candidate of another family, protected while young"),
     Role("cleanup", 0.05, "the incumbent's speed within noise, with shorter source"),

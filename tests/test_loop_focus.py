@@ -1,5 +1,6 @@
 """A candidate whose change reaches some specs alone is quick-judged on those specs, against the
-incumbent's quick-rule figures on the same specs, and the decision record names them."""
+incumbent's quick-rule figures on the same specs, and the decision record names them; its kernels
+are compiled ahead for those specs alone."""
 
 from __future__ import annotations
 
@@ -32,6 +33,16 @@ def test_the_quick_stage_and_its_comparison_cover_the_affected_specs(tmp_path, m
         "focus_from_parent",
         lambda *_: lambda candidate: focus if candidate.params else None,
     )
+    compiled = []
+
+    def compiler_for(device, cache, work):  # stands in for the GPU host's compiler
+        def compile_ahead(candidate, specs):
+            compiled.append((device, candidate.id, [spec.n for spec in specs]))
+            return "precompiled 3 kernels (0 already cached) in 0.1 s"
+
+        return compile_ahead
+
+    monkeypatch.setattr(agent_main.Precompiler, "for_device", staticmethod(compiler_for))
     assert agent_main.main([str(paths.root), "a1", "cpu"]) == 0
     with Store.reader(paths.store) as store:
         (iteration,) = store.iterations("a1")
@@ -48,3 +59,6 @@ def test_the_quick_stage_and_its_comparison_cover_the_affected_specs(tmp_path, m
         ]
         assert reference and set(reference[-1].spec_means_ns) == {0, 1}
         assert all(s["kind"] == "benchmark" for s in reference[-1].report["specs"])
+    # Its kernels were compiled ahead for the focus alone, once, before its judge run.
+    assert compiled == [("cpu", iteration.candidate_id, [9, 24])]
+    assert "it 1: precompiled 3 kernels" in paths.agent_log("a1").read_text()

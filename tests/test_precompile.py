@@ -1,0 +1,147 @@
+"""A tuner candidate's kernels are compiled before its judge run, into the cache the judge hands
+its contestant, so the contestant finds them there instead of compiling on the judge's clock.
+
+On a machine without a GPU this compiles for sm_90 with Triton's bundled ptxas (skipped where
+there is none); on a GPU the contestant's own launches must find every kernel in the cache.
+Like test_fast_aot.py, this module must not import Triton: the compiles run in child processes.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from qrsup.agents.precompile import Precompiler, device_arch
+from qrsup.agents.spaces import FastKernelSpace
+from qrsup.kernels.schema import Candidate
+from qrsup.kernels.suites import Spec
+
+from tests.conftest import CANDIDATES, ROOT
+
+CONFIGS = ROOT / "kernels" / "fast" / "configs.toml"
+NO_COMPILER = 77  # qrsup.kernels.fast.aot's exit status where Triton cannot compile for CUDA
+
+
+def _compiled_env() -> dict[str, str]:
+    return {name: value for name, value in os.environ.items() if name != "TRITON_INTERPRET"}
+
+
+def _precompile(*arguments: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "qrsup.kernels.fast.precompile", *arguments],
+        env=_compiled_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+@pytest.fixture(scope="module")
+def cuda_compiler() -> None:
+    probe = subprocess.run(
+        [sys.executable, "-c", "from qrsup.kernels.fast.aot import cuda_compiler_available as c;"
+         "raise SystemExit(0 if c() else 77)"],
+        env=_compiled_env(),
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )  # fmt: skip
+    if probe.returncode == NO_COMPILER:
+        pytest.skip("no Triton CUDA backend with ptxas here")
+
+
+def _kernels(cache: Path) -> set[str]:
+    """The cache's compiled kernels (Triton also keeps its launcher modules there)."""
+    return {entry.parent.name for entry in cache.glob("*/*.cubin")}
+
+
+def _candidate(source: str) -> Candidate:
+    return Candidate("c-0123456789", "h", source, "c-parent", "a1", "exploit", "fast", "", {}, 0.0)
+
+
+def test_a_config_compiles_once_and_a_second_run_finds_every_kernel_cached(cuda_compiler, tmp_path):
+    cache = tmp_path / "triton"
+    first = _precompile(str(CONFIGS), str(cache), "--arch=90", "--shape=4x32", "--shape=4x32")
+    assert first.returncode == 0, first.stdout + first.stderr[-3000:]
+    compiled = _kernels(cache)
+    assert compiled, first.stdout
+    assert f"precompiled {len(compiled)} kernels (0 already cached)" in first.stdout
+    again = _precompile(str(CONFIGS), str(cache), "--arch=90", "--shape=4x32")
+    assert again.returncode == 0, again.stdout + again.stderr[-3000:]
+    assert f"precompiled 0 kernels ({len(compiled)} already cached)" in again.stdout
+    assert _kernels(cache) == compiled
+
+
+def test_bad_arguments_are_one_line_and_exit_2(tmp_path):
+    shape = _precompile(str(CONFIGS), str(tmp_path), "--arch=90", "--shape=8by512")
+    assert shape.returncode == 2
+    assert "a shape is BATCHxN, e.g. 8x512, not '8by512'" in shape.stderr
+    missing = _precompile(str(tmp_path / "none.toml"), str(tmp_path), "--arch=90", "--shape=8x512")
+    assert missing.returncode == 2
+    assert "cannot read" in missing.stdout and "none.toml" in missing.stdout
+
+
+def test_the_agent_compiles_a_tuner_candidate_from_its_text_and_nothing_else(
+    cuda_compiler, tmp_path
+):
+    space = FastKernelSpace(CONFIGS)
+    point = space.default_point() | {"single-panel.update_warps": 2}
+    precompiler = Precompiler(tmp_path / "triton", 90, tmp_path, workers=2)
+    line = precompiler(_candidate(space.render(point)), [Spec(4, 32, 1, "dense", 1)])
+    assert line.startswith("precompiled ") and "(0 already cached)" in line, line
+    assert _kernels(tmp_path / "triton")
+    assert not list(tmp_path.glob("*.configs.toml"))  # its config file is gone
+    # Code it would have to run to learn its config is never compiled for, nor run.
+    plain = (CANDIDATES / "fast_geqrf.py").read_text()
+    assert precompiler(_candidate(plain), [Spec(4, 32, 1, "dense", 1)]) == ""
+
+
+def test_no_precompiler_without_a_gpu_nvml_can_name():
+    assert device_arch("cpu") is None
+    assert Precompiler.for_device("cpu", Path("cache"), Path("work")) is None
+
+
+GEQRF_ON_CUDA = textwrap.dedent(
+    """
+    import sys
+    import torch
+    from qrsup.kernels.fast.config import load_config
+    from qrsup.kernels.fast.geqrf import FastGeqrf
+
+    solver = FastGeqrf(load_config(sys.argv[1]))
+    for shape in sys.argv[2:]:
+        batch, n = map(int, shape.split("x"))
+        solver(torch.randn(batch, n, n, device="cuda"), check_finite=False)
+    torch.cuda.synchronize()
+    """
+)
+
+
+@pytest.mark.gpu
+def test_a_contestant_finds_every_precompiled_kernel_in_the_cache(tmp_path):
+    """The cache keys of the stand-in driver's warm-up are the real launches' keys."""
+    import torch
+
+    major, minor = torch.cuda.get_device_capability()
+    cache, shapes = tmp_path / "triton", ["8x512", "2x2048", "40x176", "20x32"]
+    warmed = _precompile(
+        str(CONFIGS), str(cache), f"--arch={10 * major + minor}", *(f"--shape={s}" for s in shapes)
+    )
+    assert warmed.returncode == 0, warmed.stdout + warmed.stderr[-3000:]
+    before = _kernels(cache)
+    ran = subprocess.run(
+        [sys.executable, "-c", GEQRF_ON_CUDA, str(CONFIGS), *shapes],
+        env=_compiled_env() | {"TRITON_CACHE_DIR": str(cache)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    missed = _kernels(cache) - before
+    assert not missed, f"{len(missed)} of the launches compiled again: {sorted(missed)[:5]}"
