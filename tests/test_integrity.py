@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from qrsup.kernels.judge.integrity import (
     CPU_TOLERANCE,
     CUDA_TOLERANCE,
@@ -9,6 +10,7 @@ from qrsup.kernels.judge.integrity import (
     CycleBaseline,
     judge_integrity,
     spec_baseline,
+    spread_ns,
     stretch_by_phase,
 )
 from qrsup.kernels.judge.referee import _abort_check_due, _far_beyond
@@ -89,6 +91,24 @@ def test_an_honest_window_and_a_busy_hosts_toll_in_it_pass():
     assert busy.ok, busy.reason
 
 
+def test_the_window_is_judged_against_its_own_spread_not_the_whole_cycles():
+    """The side-queue cheater passed on an H200: its hidden work drained inside the window, but
+    the window's allowance then included the whole cycle's jitter (input generation and all,
+    milliseconds on a loaded host), which swallowed it."""
+    calibration = [
+        Cycle(0.0, (0.2 + extra) * MS, (6.0 + jitter) * MS, 0.0, False)
+        for extra, jitter in ((0.0, 0.0), (0.05, 3.0), (0.1, 6.0), (0.0, 1.0), (0.05, 2.0))
+    ]
+    exported = Cycle(0.0, 0.2 * MS, 7.0 * MS, 0.0, True)
+    baseline = spec_baseline(calibration, exported, 6.0 * MS, spread_ns([0.0, 0.02 * MS]))
+    assert baseline.jitter_ns == 6.0 * MS
+    assert baseline.window_jitter_ns == pytest.approx(0.05 * MS)
+    hidden = judge_integrity(_side_queue_cycles(2.4), baseline, CUDA_TOLERANCE)
+    assert not hidden.ok and "timed-window" in hidden.reason
+    honest = judge_integrity(_side_queue_cycles(0.3), baseline, CUDA_TOLERANCE)
+    assert honest.ok, honest.reason  # within the 0.5 ms floor of what a window may stray
+
+
 def test_the_cpu_judges_no_window_of_its_own():
     """On the CPU hidden threads are charged by CPU accounting; the window is not looked at."""
     assert judge_integrity(_side_queue_cycles(2.4), WINDOW_BASELINE, CPU_TOLERANCE).ok
@@ -107,7 +127,7 @@ def test_a_spec_whose_inputs_cost_more_on_some_seeds_is_calibrated_with_that_spr
     repetitions once landed 34 ms above a fixed-seed baseline and failed."""
     calibration = _mixed_cycles([40.0, 55.0, 70.0, 85.0, 100.0], 0.0)
     exported = _mixed_cycles([70.0], 0.0)[0]
-    baseline = spec_baseline(calibration, exported, harness_jitter_ns=0.1 * MS)
+    baseline = spec_baseline(calibration, exported, 0.1 * MS, window_jitter_ns=0.0)
     assert baseline.cycle_ns == 70.0 * MS
     assert baseline.jitter_ns == 30.0 * MS
     unlucky = judge_integrity(_mixed_cycles([95.0, 100.0, 104.0], 8.7), baseline, CUDA_TOLERANCE)

@@ -106,6 +106,9 @@ class CycleBaseline:
     """The window's own overhead: `go` sent to reply read, less the claimed time."""
     prepare_ns: float = 0.0
     inspect_ns: float = 0.0
+    window_jitter_ns: float = 0.0
+    """The window overhead's own spread: a whole cycle's (input generation and all) is far
+    larger, and would hide milliseconds of work drained after the candidate's events."""
 
 
 @dataclass(frozen=True)
@@ -125,24 +128,33 @@ class IntegrityVerdict:
 
 
 def spec_baseline(
-    plain: Sequence[Cycle], exported: Cycle, harness_jitter_ns: float
+    plain: Sequence[Cycle], exported: Cycle, harness_jitter_ns: float, window_jitter_ns: float
 ) -> CycleBaseline:
     """A spec's do-nothing cycles, each on fresh inputs as the candidate's will be. Generating
     some inputs costs more than others (a mixed batch draws each matrix's structure), so the
     spec's own spread, from the median to its dearest cycle, joins the harness's jitter: a
-    median of the candidate's cycles then stays inside it without hidden work."""
+    median of the candidate's cycles then stays inside it without hidden work. The window
+    gets the same treatment from its own figures."""
     costs = [c.harness_ns for c in plain]
+    windows = [c.window_overhead_ns for c in plain]
     # The median, not the luckiest: on a busy host the harness's cost varies, and the
     # candidate's cycles are judged by their median too.
-    median = statistics.median(costs)
+    median, window = statistics.median(costs), statistics.median(windows)
     return CycleBaseline(
         cycle_ns=median,
         export_cycle_ns=exported.harness_ns,
         jitter_ns=max(harness_jitter_ns, max(costs) - median),
-        window_ns=statistics.median(c.window_overhead_ns for c in plain),
+        window_ns=window,
         prepare_ns=statistics.median(c.prepare_ns for c in plain),
         inspect_ns=statistics.median(c.inspect_ns for c in plain),
+        window_jitter_ns=max(window_jitter_ns, max(windows) - window),
     )
+
+
+def spread_ns(values: Sequence[float]) -> float:
+    """From the median to the 90th percentile: how far an honest repetition strays."""
+    ordered = sorted(values)
+    return ordered[int(0.9 * (len(ordered) - 1))] - ordered[len(ordered) // 2]
 
 
 def stretch_by_phase(cycles: Sequence[Cycle], baseline: CycleBaseline) -> dict[str, float]:
@@ -165,7 +177,8 @@ def judge_integrity(
     if not cycles:
         return IntegrityVerdict(True, 0.0, 0.0, 0.0, 0.0, "")
     claimed = statistics.median(c.claimed_ns for c in cycles)
-    allowed = baseline.jitter_ns + max(tolerance.min_slack_ns, tolerance.relative_slack * claimed)
+    slack = max(tolerance.min_slack_ns, tolerance.relative_slack * claimed)
+    allowed = baseline.jitter_ns + slack
     claimed_total = sum(c.claimed_ns for c in cycles)
     tick_noise = CPU_TICK_NS * math.sqrt(2 * len(cycles))
     cpu_allowed = max(MIN_CPU_SLACK_NS + tick_noise, RELATIVE_CPU_SLACK * claimed_total)
@@ -182,7 +195,7 @@ def judge_integrity(
         unaccounted = max(unaccounted, extra)
     if tolerance.check_window:
         extra = statistics.median(c.window_overhead_ns for c in cycles) - baseline.window_ns
-        limit = allowed + tolerance.harness_slack * baseline.window_ns
+        limit = baseline.window_jitter_ns + slack + tolerance.harness_slack * baseline.window_ns
         if extra > limit:
             return _failed(extra, limit, 0.0, cpu_allowed, claimed, "timed-window")
         unaccounted = max(unaccounted, extra)

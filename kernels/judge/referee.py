@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -31,6 +32,7 @@ from qrsup.kernels.judge.integrity import (
     Tolerance,
     judge_integrity,
     spec_baseline,
+    spread_ns,
     stretch_by_phase,
 )
 from qrsup.kernels.judge.outcome import SpecOutcome, assemble_report
@@ -205,10 +207,10 @@ class Referee:
             self._cycle(CALIBRATION_SPEC, [1, 2], lambda _: False, calibrate=True)
             for _ in range(CALIBRATION_CYCLES)
         ][2:]
-        overheads = sorted(c.window_ns - c.claimed_ns for c in settled)
-        costs = sorted(c.harness_ns for c in settled)
-        self.go_overhead_ns = overheads[len(overheads) // 2]
-        jitter = costs[int(0.9 * (len(costs) - 1))] - costs[len(costs) // 2]
+        overheads = [c.window_overhead_ns for c in settled]
+        self.go_overhead_ns = statistics.median(c.window_ns - c.claimed_ns for c in settled)
+        jitter = spread_ns([c.harness_ns for c in settled])
+        window_jitter = spread_ns(overheads)
         for spec in benchmarks:
             count = inputs_per_repetition(spec, self.rule)
             plain = [
@@ -217,7 +219,7 @@ class Referee:
             ]
             exported = self._cycle(spec, self._fresh_seeds(count), lambda _: True, calibrate=True)
             self._discard_export()
-            self.baselines[spec] = spec_baseline(plain, exported, jitter)
+            self.baselines[spec] = spec_baseline(plain, exported, jitter, window_jitter)
 
     def _load(self) -> str:
         source = self.config["source"].encode()  # the text the static checks passed
