@@ -43,10 +43,17 @@ def mixed_assignment(batch: int, gen: torch.Generator, device: torch.device) -> 
 
 
 def _mixed(base: torch.Tensor, gen: torch.Generator, cond: float) -> torch.Tensor:
+    """Each case's matrices built together, in MIXED_CHOICES order (so the draws are the same
+    for a seed), as the contest's reference does. Built one matrix at a time, a 640 × 512 batch
+    took about 60 ms of launches whose cost varied with the seed's mix; that spread widened the
+    judge's timing allowance for the spec by as much."""
     cases = mixed_assignment(base.shape[0], gen, base.device)
     out = torch.empty_like(base)
-    for i, case in enumerate(cases):
-        out[i : i + 1] = BUILDERS[case](base[i : i + 1], gen, cond)
+    for case in MIXED_CHOICES:
+        rows = [i for i, drawn in enumerate(cases) if drawn == case]
+        if rows:
+            index = torch.tensor(rows, device=base.device)
+            out[index] = BUILDERS[case](base[index], gen, cond)
     return out
 
 

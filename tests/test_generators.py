@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import torch
-from qrsup.kernels.generators import generate_input, mixed_assignment
+from qrsup.kernels.generators import BUILDERS, generate_input, mixed_assignment
 from qrsup.kernels.suites import CASES, Spec
 
 
@@ -61,3 +61,22 @@ def test_case_structures_match_the_contract():
 def test_generated_input_is_float32_of_the_spec_shape():
     a = generate_input(Spec(4, 7, 1, "dense", seed=1))
     assert a.dtype == torch.float32 and a.shape == (4, 7, 7)
+
+
+def test_each_matrix_of_a_mixed_batch_is_built_as_its_case_alone_would_build_it():
+    """The cases are built a group at a time (as the contest's reference does), not a matrix at a
+    time; each matrix still gets exactly its case's construction."""
+    spec = Spec(24, 64, 2, "mixed", seed=7)
+    mixed = generate_input(spec)
+    gen = torch.Generator().manual_seed(spec.seed)
+    base = torch.randn(spec.batch, spec.n, spec.n, generator=gen)
+    cases = mixed_assignment(spec.batch, gen, torch.device("cpu"))
+    assert len(set(cases)) >= 3
+    drawless = {"dense", "rankdef", "clustered", "band", "rowscale"}  # draw nothing more
+    for i, case in enumerate(cases):
+        if case in drawless:
+            alone = BUILDERS[case](base[i : i + 1], gen, spec.cond)[0]
+            assert torch.equal(mixed[i], alone), (i, case)
+        else:  # its own draws: near a rank of 3n/4, or near rank one
+            rank = 3 * spec.n // 4 if case == "nearrank" else 1
+            assert torch.linalg.svdvals(mixed[i].double())[rank] < 1e-3, (i, case)
