@@ -144,6 +144,21 @@ def test_file_with_the_banned_word_is_rejected_before_running():
 
 
 @pytest.mark.gpu
+def test_work_moved_into_input_preparation_fails_integrity():
+    """The candidate hooks the harness's input generator and factors each input as it is made:
+    its timed window is empty, and only the referee's clock over the whole cycle sees the work.
+    (A cheater that moves a part of its work, within the cycle's allowance, is not caught: the
+    README says so.)"""
+    cheater = CHEATERS / "works_during_input_preparation.py"
+    suite = Suite("prepared", tests=(), benchmarks=(Spec(8, 2048, 1, "dense", 5),))
+    report = judge(cheater, "bench", device="cuda", rule="quick", suite=suite)
+    spec = report.specs[0]
+    seen = {key: spec.get(key) for key in ("stats", "integrity")}
+    assert report.verdict == "fail", f"{report.reason} {seen}"
+    assert spec["gate"] == "integrity"
+
+
+@pytest.mark.gpu
 def test_work_hidden_on_a_side_queue_fails_integrity_within_seconds_under_the_contest_rule():
     """Without the early look at integrity this ran each spec to the rule's 120 s cap. (The
     benchmark phase is timed: compiling the kernel it hides is not the judge's time.)"""
