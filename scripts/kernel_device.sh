@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One device call for the fast kernel's structural work: the sweep (scripts/kernel_sweep.py), then
-# the claim on the configs it chose: `qrsup test` and `qrsup bench --baseline` (contest rule).
+# the claim on the configs it chose: `qrsup test` and `qrsup bench --baseline` (contest rule), and
+# where each shape's time goes, step by step (scripts/launch_profile.py).
 # Usage: kernel_device.sh OUT [SWEEP_ARGS...]; results come back packed in OUT/results.tgz, and the
 # chosen configs and the short tables as separate files in OUT. Carry .whl.
 set -uo pipefail
@@ -21,7 +22,8 @@ digest=$(python -c "import hashlib; print(hashlib.sha256(open('kernels/candidate
 mkdir -p "$HOME/.cache/qrsup/triton/$digest" && cp -r "$HOME/.triton/cache/." "$HOME/.cache/qrsup/triton/$digest/"
 step test_fast 40 "${qrsup[@]}" test kernels/candidates/fast_geqrf.py --suite qr_v2 --json "$out/test_fast.json"
 step bench_fast 120 "${qrsup[@]}" bench kernels/candidates/fast_geqrf.py --suite qr_v2 --baseline --json "$out/bench_fast.json"
-cp "$out/sweep.txt" "$out/bench_fast.txt" "$out/test_fast.txt" "$results/" 2>/dev/null
+step launch_profile 60 python scripts/launch_profile.py  # device time per plan step, by kind
+cp "$out/sweep.txt" "$out/bench_fast.txt" "$out/test_fast.txt" "$out/launch_profile.txt" "$results/" 2>/dev/null
 cat "$out/env.txt" "$out/steps.txt"
 tail -n 50 "$out/sweep.txt"
 tail -n 4 "$out/test_fast.txt"

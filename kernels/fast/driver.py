@@ -16,6 +16,7 @@ from .panel_split import qr_slab_join_kernel, qr_slab_kernel, qr_slab_rebuild_ke
 from .plan import (
     FusedOp,
     LookaheadOp,
+    Op,
     PanelOp,
     Plan,
     SplitPanelOp,
@@ -73,24 +74,32 @@ def run_plan(a: torch.Tensor, plan: Plan, out: Buffers) -> None:
     if isinstance(first, FusedOp):
         _fused(a, plan, first, out)
         return
-    single = len(plan.ops) == 1
-    if not single:
-        out.amax.zero_()
-        grid = (plan.batch, triton.cdiv(plan.n, AMAX_BLOCK_R))
-        qr_amax_kernel[grid](
-            a, out.amax, plan.n, *a.stride(), BLOCK_R=AMAX_BLOCK_R, BLOCK_C=AMAX_BLOCK_C
-        )
+    if len(plan.ops) > 1:  # a single panel scales itself
+        prescale(a, plan, out)
     for op in plan.ops:
-        if isinstance(op, PanelOp):
-            _panel(a if op.col == 0 else out.h, plan, op, out, single)
-        elif isinstance(op, SplitPanelOp):
-            _split_panel(a if op.col == 0 else out.h, plan, op, out)
-        elif isinstance(op, UpdateOp):
-            _update(a if op.col == 0 else out.h, plan, op, out)
-        elif isinstance(op, TFactorOp):
-            _tfactor(plan, op, out)
-        elif isinstance(op, LookaheadOp):
-            _lookahead(a if op.update.col == 0 else out.h, plan, op, out)
+        run_op(a, plan, op, out)
+
+
+def prescale(a: torch.Tensor, plan: Plan, out: Buffers) -> None:
+    """Each matrix's |A|max into `out.amax`: the scale every later step works at."""
+    out.amax.zero_()
+    grid = (plan.batch, triton.cdiv(plan.n, AMAX_BLOCK_R))
+    blocks = dict(BLOCK_R=AMAX_BLOCK_R, BLOCK_C=AMAX_BLOCK_C)
+    qr_amax_kernel[grid](a, out.amax, plan.n, *a.stride(), **blocks)
+
+
+def run_op(a: torch.Tensor, plan: Plan, op: Op, out: Buffers) -> None:
+    """One step of a blocked plan (after the prescale): what a per-step profile times."""
+    if isinstance(op, PanelOp):
+        _panel(a if op.col == 0 else out.h, plan, op, out, len(plan.ops) == 1)
+    elif isinstance(op, SplitPanelOp):
+        _split_panel(a if op.col == 0 else out.h, plan, op, out)
+    elif isinstance(op, UpdateOp):
+        _update(a if op.col == 0 else out.h, plan, op, out)
+    elif isinstance(op, TFactorOp):
+        _tfactor(plan, op, out)
+    elif isinstance(op, LookaheadOp):
+        _lookahead(a if op.update.col == 0 else out.h, plan, op, out)
 
 
 def _t_at(plan: Plan, out: Buffers, slot: int, offset: int) -> torch.Tensor:
