@@ -104,15 +104,22 @@ class Death:
 
 
 def record_death(
-    paths: RunPaths, store: Store, agent: str, role: str, how: str, by: Actor
+    paths: RunPaths,
+    store: Store,
+    agent: str,
+    role: str,
+    how: str,
+    by: Actor,
+    alive_pid: int | None = None,
 ) -> Death | None:
     """If the agent's heartbeat says it was alive when its process ended, record that once:
     an `interrupted` iteration for each candidate it left unrecorded (and for an iteration cut
     off before it had one), a `died` event and a log line. None when there was nothing to
-    record (it ended cleanly, or someone recorded it first)."""
+    record (it ended cleanly, or someone recorded it first, or the beat is `alive_pid`'s: a
+    starting agent's own)."""
     with file_lock(paths.agent_dir(agent) / "lifecycle.lock"):
         beat = read_beat(paths.heartbeat(agent))
-        if beat is None or beat.state in ENDED_STATES:
+        if beat is None or beat.state in ENDED_STATES or beat.pid == alive_pid:
             return None
         recorded = _interrupt(store, agent, role, beat, how)
         for record in recorded:

@@ -8,6 +8,7 @@ reconciled against it on start, so a kill at any instant loses nothing that was 
 
 from __future__ import annotations
 
+import os
 import signal
 import time
 from collections.abc import Callable, Sequence
@@ -120,9 +121,11 @@ class ResearchAgent:
         signal.signal(signal.SIGINT, self._request_stop)
         self.paths.ensure(self.name)
         # A death nobody recorded (the supervisor was not watching): record it before this
-        # start's heartbeat replaces the last one.
+        # start's heartbeat replaces the last one. A beat of this process's own pid is the
+        # supervisor's mark of this start, which recorded any death before it.
         how = "found at its next start; exit status unknown"
-        record_death(self.paths, self.store, self.name, self.spec.role, how, Actor.AGENT)
+        role, me = self.spec.role, os.getpid()
+        record_death(self.paths, self.store, self.name, role, how, Actor.AGENT, alive_pid=me)
         self._recover()
         self.heartbeat.start()
         self.recorder.reconcile()

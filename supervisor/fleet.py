@@ -141,16 +141,19 @@ class Fleet:
     def pid(self, name: str) -> int | None:
         """The agent's pid if that process is alive and really is this agent.
 
-        A child of this supervisor is asked directly: its exit status is certain, while reading
-        /proc on a loaded host can fail for a moment, and a live agent taken for dead gets a
-        false death record. Any other process is read through /proc, a failed read retried."""
+        A child of this supervisor is known by its pid, without reading its command line: a
+        read of /proc on a loaded host can fail for a moment, and a live agent taken for dead
+        gets a false death record. Any other process is read through /proc, a failed read
+        retried."""
         try:
             pid = int(self.paths.pid_file(name).read_text())
         except (OSError, ValueError):
             return None
         child = self._children.get(name)
         if child is not None and child.pid == pid:
-            return pid if child.poll() is None else None
+            # A killed agent's main thread shows as a zombie while its other threads are torn
+            # down, before its exit status comes: dead already, though poll() cannot say so.
+            return pid if child.poll() is None and not _zombie(pid) else None
         for attempt in range(PROC_READ_ATTEMPTS):
             if attempt:
                 time.sleep(PROC_READ_RETRY_S)
@@ -168,6 +171,9 @@ class Fleet:
         existing = self.pid(name)
         if existing is not None:
             return existing
+        # The last process's death first, if nobody recorded it: this start's mark replaces the
+        # heartbeat that tells what it was doing.
+        self._record_unnoticed_death(name)
         decide(self.paths, name, Lifecycle.START, Desired.RUN, by, reason)
         self.paths.ensure(name)
         device = spec.device
@@ -224,16 +230,21 @@ class Fleet:
     def notice_deaths(self) -> list[str]:
         """Record each agent whose process ended while its heartbeat says it was working; the
         names of those recorded now."""
-        noticed = []
-        for name in self.names():
-            beat = read_beat(self.paths.heartbeat(name))
-            if beat is None or beat.state in ENDED_STATES or self.is_running(name):
-                continue
-            role, how = self.session.agent(name).role, self._exit(name)
-            with Store(self.paths.store) as store:
-                if record_death(self.paths, store, name, role, how, Actor.SUPERVISOR):
-                    noticed.append(name)
-        return noticed
+        return [
+            name
+            for name in self.names()
+            if not self.is_running(name) and self._record_unnoticed_death(name)
+        ]
+
+    def _record_unnoticed_death(self, name: str) -> bool:
+        """Record the death of the agent's last process (not running) if its heartbeat says it
+        was working; whether this call recorded it."""
+        beat = read_beat(self.paths.heartbeat(name))
+        if beat is None or beat.state in ENDED_STATES:
+            return False
+        role, how = self.session.agent(name).role, self._exit(name)
+        with Store(self.paths.store) as store:
+            return record_death(self.paths, store, name, role, how, Actor.SUPERVISOR) is not None
 
     def _exit(self, name: str) -> str:
         """How the agent's process ended, when this supervisor started it."""
@@ -395,6 +406,15 @@ def _is_agent(pid: int, name: str) -> bool | None:
     if not cmdline:  # a transient empty read
         return None
     return "qrsup.agents.agent_main" in cmdline and name in cmdline
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+    except psutil.AccessDenied:
+        return False
 
 
 def _exists(pid: int) -> bool:

@@ -82,6 +82,30 @@ def test_agents_stopped_by_quitting_resume_on_relaunch_but_a_pause_holds(tmp_pat
             Fleet(paths).kill(name)
 
 
+def test_a_start_records_no_death_and_a_restart_records_the_last_processs_once(tmp_path):
+    """Every start used to record a death: the agent took the supervisor's mark of its own start
+    for the beat of a process that had died, and three starts in ten minutes made a crash loop."""
+    paths, fleet = _session(tmp_path)
+    try:
+        fleet.start("a1")
+        wait_for(lambda: _evaluating(paths, "a1"), 180, "a1 judging a candidate")
+        assert [action for action, _ in _lifecycle(paths, "a1")] == ["start"]
+        os.kill(fleet.pid("a1"), signal.SIGKILL)
+        wait_for(lambda: not fleet.is_running("a1"), 10, "a1 gone")
+        fleet.start("a1")  # nobody noticed the death: the start records it, as the supervisor's
+        wait_for(lambda: read_beat(paths.heartbeat("a1")).pid == fleet.pid("a1"), 60, "a1 up")
+        wait_for(lambda: _evaluating(paths, "a1"), 180, "a1 judging again")
+        assert _lifecycle(paths, "a1") == [
+            ("start", "human"),
+            ("died", "supervisor"),
+            ("start", "human"),
+        ]
+        (died,) = [e for e in read_events(paths.events("a1")) if e.get("action") == "died"]
+        assert died["reason"].startswith("killed by SIGKILL while evaluating")
+    finally:
+        fleet.kill("a1")
+
+
 def test_a_death_mid_evaluation_is_recorded_and_shown_by_status(tmp_path):
     paths, fleet = _session(tmp_path)
     try:
