@@ -53,6 +53,11 @@ class TargetOnlyDriver:
     def get_current_stream(self, device: int | None = None) -> int:
         return 0
 
+    def __getattr__(self, name: str) -> object:
+        """Anything else another Triton version asks of its driver: the real one's, where this
+        machine has one."""
+        return getattr(triton_driver.default, name)
+
 
 @dataclass(frozen=True)
 class Precompiled:
