@@ -14,7 +14,7 @@ from pathlib import Path
 
 import psutil
 from qrsup.kernels.judge.processes import (
-    kill_tree,
+    kill_child_tree,
     other_threads_ran_ns,
     schedstat,
     tree_rss_bytes,
@@ -248,5 +248,5 @@ class ContestantProcess:
         self._output.close()
 
     def kill(self) -> None:
-        kill_tree(self._proc.pid)
+        kill_child_tree(self._proc)
         self._proc.poll()

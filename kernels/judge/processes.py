@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import subprocess
 
 import psutil
 from qrsup.kernels.judge import linux
@@ -68,6 +69,13 @@ def kill_processes(processes: list[psutil.Process]) -> None:
         with contextlib.suppress(psutil.NoSuchProcess):
             proc.kill()
     psutil.wait_procs(processes, timeout=5)
+
+
+def kill_child_tree(child: subprocess.Popen) -> None:
+    """`kill_tree` for a child of ours, unless it was reaped already: its pid may then be another
+    process's (pids come round within seconds where pid_max is 32768), which would die instead."""
+    if child.returncode is None:
+        kill_tree(child.pid)
 
 
 def kill_tree(pid: int) -> None:

@@ -26,8 +26,8 @@ from qrsup.kernels.judge.environment import judged_environment
 from qrsup.kernels.judge.processes import (
     become_subreaper,
     descendants,
+    kill_child_tree,
     kill_processes,
-    kill_tree,
     make_undumpable,
     marked_children,
 )
@@ -126,7 +126,7 @@ class RefereeProcess:
         if self._ended:
             return
         self._ended = True
-        kill_tree(self._proc.pid)
+        kill_child_tree(self._proc)
         self._proc.wait()
         escapees = marked_children(RUN_MARK, self._run_mark)
         kill_processes(escapees + [d for e in escapees for d in descendants(e.pid)])

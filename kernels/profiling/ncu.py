@@ -20,7 +20,7 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from qrsup.kernels.judge.processes import kill_tree
+from qrsup.kernels.judge.processes import kill_child_tree
 
 NCU_RANGE = "qrsup-ncu"
 NCU_LAUNCH_COUNT = 40
@@ -125,7 +125,7 @@ def _run(command: list[str], output: Path, timeout_s: float) -> int:
                 f"ncu did not finish within {timeout_s:g} s; process group killed"
             ) from None
         finally:
-            kill_tree(proc.pid)
+            kill_child_tree(proc)
             proc.wait()
 
 
