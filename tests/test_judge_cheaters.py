@@ -147,8 +147,8 @@ def test_file_with_the_banned_word_is_rejected_before_running():
 def test_work_moved_into_input_preparation_fails_integrity():
     """The candidate hooks the harness's input generator and factors each input as it is made:
     its timed window is empty, and only the referee's clock over the whole cycle sees the work.
-    (A cheater that moves a part of its work, within the cycle's allowance, is not caught: the
-    README says so.)"""
+    (Work within the cycle's allowance, a part of a large kernel or a small spec's whole kernel,
+    is not caught: the README says so.)"""
     cheater = CHEATERS / "works_during_input_preparation.py"
     suite = Suite("prepared", tests=(), benchmarks=(Spec(8, 2048, 1, "dense", 5),))
     report = judge(cheater, "bench", device="cuda", rule="quick", suite=suite)
