@@ -121,6 +121,8 @@ def main(argv: list[str] | None = None) -> int:
         cache = shared(cache_dir) if tuner else None
         local = tuner and session.executor == "local"
         precompiler = Precompiler.for_device(device, cache_dir, paths.work(name)) if local else None
+        if local and device.startswith("cuda") and precompiler is None:
+            log("kernels are not compiled ahead: NVML cannot name this GPU's compute capability")
         evaluator = Evaluator.for_session(paths, session, device, cache, executor)
         proposer = build_proposer(spec, session, store)
         advisor = build_advisor(spec, session, paths)
