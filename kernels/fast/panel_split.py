@@ -79,6 +79,20 @@ def _upper_inverse(u, NB: tl.constexpr):
 
 
 @triton.jit
+def _slab_tile(n, col0, slab_rows, SLAB_M: tl.constexpr, NB: tl.constexpr):
+    """What both per-slab kernels start from: the program's matrix and slab, the slab's first
+    row, the tile's row and column indices, and which of its elements lie in the slab."""
+    b = tl.program_id(0).to(tl.int64)
+    s = tl.program_id(1)
+    first = col0 + s * slab_rows
+    m = tl.minimum(slab_rows, n - first)
+    r = tl.arange(0, SLAB_M)
+    c = tl.arange(0, NB)
+    inside = (r[:, None] < m) & (c[None, :] < NB)
+    return b, s, first, r, c, inside
+
+
+@triton.jit
 def qr_slab_kernel(
     src_ptr,  # batch × n × n: the panel's columns (A for the first panel)
     dst_ptr,  # batch × n × n: H, gets each slab's local V and R
@@ -99,15 +113,9 @@ def qr_slab_kernel(
     PAIR_REDUCE: tl.constexpr,
 ):
     """Grid (batch, slabs): Householder QR of rows [col0 + s·slab_rows, …) of the panel."""
-    b = tl.program_id(0).to(tl.int64)
-    s = tl.program_id(1)
-    first = col0 + s * slab_rows
-    m = tl.minimum(slab_rows, n - first)
-    r = tl.arange(0, SLAB_M)
-    c = tl.arange(0, NB)
+    b, s, first, r, c, mask = _slab_tile(n, col0, slab_rows, SLAB_M, NB)
     rows = r[:, None]  # SLAB_M × 1
     cols = c[None, :]  # 1 × NB
-    mask = (rows < m) & (cols < NB)
     offs_src = (first + r)[:, None] * src_sr + (col0 + c)[None, :] * src_sc
     p = tl.load(src_ptr + b * src_sb + offs_src, mask=mask, other=0.0)  # SLAB_M × NB
     p = p * tl.where(col0 == 0, scale_for(tl.load(amax_ptr + b)), 1.0)
@@ -205,18 +213,12 @@ def qr_slab_rebuild_kernel(
     NB: tl.constexpr,
 ):
     """Grid (batch, slabs): the slab's rows of V, E·K_s − V_s·(X_s·K_s)."""
-    b = tl.program_id(0).to(tl.int64)
-    s = tl.program_id(1)
-    first = col0 + s * slab_rows
-    m = tl.minimum(slab_rows, n - first)
-    r = tl.arange(0, SLAB_M)
-    c = tl.arange(0, NB)
+    b, s, first, r, c, real = _slab_tile(n, col0, slab_rows, SLAB_M, NB)
     rows = r[:, None]
     cols = c[None, :]
     i = c[:, None]
     h = h_ptr + b * h_sb
     offs = (first + r)[:, None] * h_sr + (col0 + c)[None, :] * h_sc
-    real = (rows < m) & (cols < NB)
     v = tl.load(h + offs, mask=real & (rows > cols), other=0.0)
     v = tl.where(real & (rows == cols), 1.0, v)  # SLAB_M × NB: the slab's local V
     k_s = k_ptr + b * k_sb + s * NB * NB
