@@ -21,7 +21,7 @@ from pathlib import Path
 
 import torch
 from qrsup.kernels.fast.config import load_config
-from qrsup.kernels.fast.driver import Buffers, prescale, run_op
+from qrsup.kernels.fast.driver import Buffers, prescale, run_op, run_plan
 from qrsup.kernels.fast.plan import (
     FusedOp,
     LookaheadOp,
@@ -87,18 +87,12 @@ def profile_plan(a: torch.Tensor, plan: Plan) -> dict[str, tuple[int, float]]:
     """(count, µs) per step kind for one factorization of `a` (after a warm-up run)."""
     if isinstance(plan.ops[0], FusedOp):
         raise SystemExit(f"{plan.batch}x{plan.n}: the fused path is one launch; nothing to split")
+    run_plan(a, plan, Buffers.allocate(a, plan))  # the warm-up: every launch compiled
+    out = Buffers.allocate(a, plan)
     clock = StepClock(a.device)
-    for timed in (False, True):
-        out = Buffers.allocate(a, plan)
-        if timed:
-            clock.time("prescale", lambda out=out: prescale(a, plan, out))
-        else:
-            prescale(a, plan, out)
-        for op in plan.ops:
-            if timed:
-                clock.time(step_kind(op), lambda op=op, out=out: run_op(a, plan, op, out))
-            else:
-                run_op(a, plan, op, out)
+    clock.time("prescale", lambda: prescale(a, plan, out))
+    for op in plan.ops:
+        clock.time(step_kind(op), lambda op=op: run_op(a, plan, op, out))
     return clock.totals_us()
 
 
