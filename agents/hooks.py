@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from qrsup.agents.proposers.chat import scrub_key_like
-from qrsup.kernels.judge.processes import kill_tree
+from qrsup.kernels.judge.processes import communicate_or_kill
 from qrsup.prompts.loader import PromptError, fill, placeholders
 
 HOOK_STATUSES = ("new_best", "crash", "stall", "budget", "quota")
@@ -120,12 +120,6 @@ def _execute(argv: list[str], values: Mapping[str, str], timeout_s: float) -> di
         start_new_session=True,
         env=environ,
     )
-    try:
-        output, _ = process.communicate(timeout=timeout_s)
-        timed_out = False
-    except subprocess.TimeoutExpired:
-        kill_tree(process.pid)
-        output, _ = process.communicate()
-        timed_out = True
+    output, timed_out = communicate_or_kill(process, timeout_s)
     text = scrub_key_like(output.decode(errors="replace"))[-OUTPUT_CHARS:]
     return {"exit_status": process.returncode, "timed_out": timed_out, "output": text}

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from qrsup.agents.spaces import embedded_config
 from qrsup.kernels.fast.config import dump_config
-from qrsup.kernels.judge.processes import kill_tree
+from qrsup.kernels.judge.processes import communicate_or_kill
 from qrsup.kernels.schema import Candidate
 from qrsup.kernels.suites import Spec
 
@@ -76,13 +76,11 @@ class Precompiler:
         with contextlib.suppress(ProcessLookupError):
             os.setpriority(os.PRIO_PROCESS, process.pid, NICENESS)
         try:
-            output, _ = process.communicate(timeout=TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            kill_tree(process.pid)
-            process.wait()
-            return f"precompile: no answer in {TIMEOUT_S:g} s; the judge compiles instead"
+            output, timed_out = communicate_or_kill(process, TIMEOUT_S)
         finally:
             configs.unlink(missing_ok=True)
+        if timed_out:
+            return f"precompile: no answer in {TIMEOUT_S:g} s; the judge compiles instead"
         lines = [line for line in output.splitlines() if line.strip()]
         summary = next((line for line in lines if line.startswith("precompiled")), "")
         if process.returncode == 0 and summary:

@@ -71,6 +71,16 @@ def kill_processes(processes: list[psutil.Process]) -> None:
     psutil.wait_procs(processes, timeout=5)
 
 
+def communicate_or_kill(child: subprocess.Popen, timeout_s: float) -> tuple[str | bytes, bool]:
+    """The child's output, and whether it overran `timeout_s`, in which case it and everything
+    it started were killed first (start it in a session of its own)."""
+    try:
+        return child.communicate(timeout=timeout_s)[0], False
+    except subprocess.TimeoutExpired:
+        kill_tree(child.pid)
+        return child.communicate()[0], True
+
+
 def kill_child_tree(child: subprocess.Popen) -> None:
     """`kill_tree` for a child of ours, unless it was reaped already: its pid may then be another
     process's (pids come round within seconds where pid_max is 32768), which would die instead."""
