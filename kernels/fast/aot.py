@@ -18,7 +18,7 @@ import multiprocessing
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from unittest import mock
 
@@ -186,11 +186,21 @@ def check(launch: Launch) -> str | None:
     return None
 
 
-_LAUNCHES: list[Launch] = []
+Work = Callable[[Launch], str | None]
+_FORKED: list[tuple[Work, Launch]] = []
 
 
-def _check_recorded(index: int) -> str | None:
-    return check(_LAUNCHES[index])
+def map_forked(work: Work, launches: list[Launch], workers: int) -> list[str | None]:
+    """`work` on every launch, one compile per worker process. The workers are forked and
+    inherit the launches, which hold kernels and meta tensors that do not pickle."""
+    _FORKED[:] = [(work, launch) for launch in launches]
+    with multiprocessing.get_context("fork").Pool(max(1, workers)) as pool:
+        return pool.map(_run_forked, range(len(launches)))
+
+
+def _run_forked(index: int) -> str | None:
+    work, launch = _FORKED[index]
+    return work(launch)
 
 
 def cuda_compiler_available() -> bool:
@@ -216,20 +226,18 @@ def main() -> int:
         print("no compiled kernels to check: run with TRITON_INTERPRET unset")
         return 2
     start = time.monotonic()
-    _LAUNCHES[:] = representative_launches(plans_to_compile(load_config()))
-    # One compile per core: each is a chain of compiler passes and a ptxas run. Forked workers
-    # inherit the recorded launches, which hold kernels and meta tensors that do not pickle.
-    with multiprocessing.get_context("fork").Pool(os.cpu_count()) as pool:
-        reasons = pool.map(_check_recorded, range(len(_LAUNCHES)))
+    launches = list(representative_launches(plans_to_compile(load_config())))
+    # One compile per core: each is a chain of compiler passes and a ptxas run.
+    reasons = map_forked(check, launches, os.cpu_count() or 1)
     failures = 0
-    for launch, reason in zip(_LAUNCHES, reasons, strict=True):
+    for launch, reason in zip(launches, reasons, strict=True):
         if reason is not None:
             failures += 1
             print(f"FAIL {launch.where} {launch.kernel.__name__}: {reason}", flush=True)
-    compiled = {launch.kernel.__name__ for launch in _LAUNCHES}
+    compiled = {launch.kernel.__name__ for launch in launches}
     missing = sorted(set(kernels) - compiled)
     took = time.monotonic() - start
-    print(f"{len(_LAUNCHES)} launches of {len(compiled)} kernels compiled for sm_90 in {took:.0f}s")
+    print(f"{len(launches)} launches of {len(compiled)} kernels compiled for sm_90 in {took:.0f}s")
     print(f"{failures} failed")
     if missing:
         print(f"no plan launches {', '.join(missing)}")

@@ -20,7 +20,6 @@ reports the error as it would have).
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import os
 import sys
 import time
@@ -30,7 +29,7 @@ from pathlib import Path
 from triton.backends.compiler import GPUTarget
 from triton.runtime.driver import driver as triton_driver
 
-from .aot import Launch, driver_kernels, record_launches
+from .aot import Launch, driver_kernels, map_forked, record_launches
 from .config import Config, load_config
 from .plan import make_plan
 
@@ -92,11 +91,7 @@ def distinct_launches(config: Config, shapes: list[tuple[int, int]]) -> list[Lau
     return launches
 
 
-_LAUNCHES: list[Launch] = []
-
-
-def _warm(index: int) -> str | None:
-    launch = _LAUNCHES[index]
+def _warm(launch: Launch) -> str | None:
     try:
         launch.kernel.warmup(*launch.args, grid=(1,), **launch.kwargs)
     except Exception as error:  # any compiler stage may fail; the summary names the launch
@@ -114,15 +109,12 @@ def precompile(
     os.environ["TRITON_CACHE_DIR"] = str(cache)
     cache.mkdir(parents=True, exist_ok=True)
     before = _entries(cache)
-    _LAUNCHES[:] = distinct_launches(config, shapes)
-    triton_driver.set_active(TargetOnlyDriver(target))
-    # Forked workers inherit the recorded launches (kernels and meta tensors do not pickle) and
-    # the stand-in driver.
-    with multiprocessing.get_context("fork").Pool(max(1, workers)) as pool:
-        outcomes = pool.map(_warm, range(len(_LAUNCHES)))
+    launches = distinct_launches(config, shapes)
+    triton_driver.set_active(TargetOnlyDriver(target))  # forked workers inherit it
+    outcomes = map_forked(_warm, launches, workers)
     failures = tuple(reason for reason in outcomes if reason is not None)
     added = len(_entries(cache) - before)
-    return Precompiled(len(_LAUNCHES), added, failures, time.monotonic() - start)
+    return Precompiled(len(launches), added, failures, time.monotonic() - start)
 
 
 def _entries(cache: Path) -> set[str]:
