@@ -140,6 +140,24 @@ MIGRATIONS = {
 }
 
 
+WAL_SWITCH_TIMEOUT_S = 30.0
+
+
+def _use_wal(db: sqlite3.Connection) -> None:
+    """Put the store in WAL mode. On a fresh store, connections opening it at once (two agents
+    of a new session) race to switch its journal, and SQLite answers "database is locked" at
+    once instead of waiting out its busy timeout: try again until the switch is made."""
+    deadline = time.monotonic() + WAL_SWITCH_TIMEOUT_S
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
 class StoreError(RuntimeError):
     """The store cannot be opened as asked (a reader before any agent created it, say)."""
 
@@ -164,7 +182,7 @@ class Store:
                 self._db.close()
                 raise StoreError(f"the store at {path} is not set up yet")
             return
-        self._db.execute("PRAGMA journal_mode=WAL")
+        _use_wal(self._db)
         self._db.execute("PRAGMA synchronous=FULL")
         self._db.execute("PRAGMA foreign_keys=ON")
         with self.transaction():

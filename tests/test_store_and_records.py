@@ -138,3 +138,24 @@ def test_one_role_table_names_every_beam_rule_and_prompt():
     for known in ROLES:
         assert (PROMPTS_DIR / known.prompt_file).exists()
         assert Decision.beam(known.name).startswith("beam ")
+
+
+def _open_store(path: Path, barrier: object) -> None:
+    barrier.wait()
+    Store(path).close()  # an exception here (what the agent's start died of) exits with 1
+
+
+def test_agents_opening_a_fresh_store_at_once_all_get_it(tmp_path):
+    """Two agents of a new session open the store together; SQLite answered one of them
+    "database is locked" at once (not after its busy timeout) while the other switched the
+    store's journal, and that agent died at its start (about 1 round in 4 of 4 openers here)."""
+    context = multiprocessing.get_context("fork")
+    for round_ in range(20):
+        path = tmp_path / f"store-{round_}.sqlite"
+        barrier = context.Barrier(4)
+        openers = [context.Process(target=_open_store, args=(path, barrier)) for _ in range(4)]
+        for opener in openers:
+            opener.start()
+        for opener in openers:
+            opener.join(60)
+        assert [opener.exitcode for opener in openers] == [0, 0, 0, 0], f"round {round_}"
