@@ -2,7 +2,7 @@
 # Device steps for the judge's boundary (issue 17): its start-up cost, the shipped kernel benched
 # with the boundary on (with torch.geqrf) and off in the same call, the GPU tests, the isolation
 # and cheater tests, and a profile. Usage: device_isolation.sh OUT [STEP...] (carry .whl:
-# scripts/fetch_device_wheels.sh); with no STEP, all of: bench_on bench_off cost pytest_gpu
+# scripts/fetch_device_wheels.sh); PYTEST_K picks GPU tests by -k expression; with no STEP, all of: bench_on bench_off cost pytest_gpu
 # pytest_isolation profile. Set CUDA_VISIBLE_DEVICES to keep the steps on one GPU.
 set -uo pipefail
 out=${1:?output directory}
@@ -17,7 +17,8 @@ run_step() {
     bench_on) step bench_on 200 "${qrsup[@]}" bench $fast --suite qr_v2 --baseline --json "$out/bench_on.json" ;;
     bench_off) step bench_off 200 "${qrsup[@]}" --workspace "$off" bench $fast --suite qr_v2 --json "$out/bench_off.json" ;;
     cost) step cost 150 python scripts/measure_isolation_cost.py --device cuda --rounds 5 ;;
-    pytest_gpu) step pytest_gpu 200 python -m pytest -q -m gpu tests -p no:cacheprovider ;;
+    pytest_gpu) step pytest_gpu "${PYTEST_LIMIT_S:-400}" python -m pytest -v -rA --tb=short -m gpu \
+      ${PYTEST_K:+-k "$PYTEST_K"} tests -p no:cacheprovider ;;
     pytest_isolation) step pytest_isolation 240 python -m pytest -q tests/test_judge_isolation.py \
       tests/test_judge_cheaters.py tests/test_triton_cache.py -p no:cacheprovider ;;
     profile) step profile 90 "${qrsup[@]}" profile $fast --spec 3 ;;
