@@ -3,10 +3,13 @@
 The H200 loop of 2026-12-01 precompiled every tuner candidate ("0 kernels compiled, 13 already
 cached"), yet the first call of its quick stage still took 3 to 13 s. This script takes one tuner
 neighbour of the shipped kernel (a knob whose kernels no cache holds yet), precompiles it into a
-fresh cache, judges it there (quick rule, with the judge's boundary on or off), and then names
+fresh cache, judges it there (quick rule, once per `--isolation` mode given, in order, on the
+same cache: a later run finds what an earlier one compiled), and then names
 every cache entry the contestant added: a kernel it did not find. For each, the precompiled entry
 of the same kernel is set beside it, field by field of Triton's metadata, so a mismatch names its
-cause. Usage (on a GPU host):
+cause. With `--profile-first-call` the candidate also profiles its own first call and leaves the
+profile in the cache (the one place behind the boundary it may write that outlives the run);
+the ten dearest functions are printed. Usage (on a GPU host):
 
     python scripts/measure_precompile_hits.py --isolation auto off --knob medium.update_block_n=32
 """
@@ -16,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pstats
 import stat
 import tempfile
 import time
@@ -41,6 +45,27 @@ def neighbour(knob: str) -> str:
     return space.render(point)
 
 
+PROFILE_FILE = "first-call.prof"
+PROFILED_FIRST_CALL = f"""
+
+import cProfile as _cprofile
+import os as _os
+
+_unprofiled = custom_kernel
+_calls = []
+
+
+def custom_kernel(a):
+    _calls.append(1)
+    if len(_calls) > 1:
+        return _unprofiled(a)
+    profiler = _cprofile.Profile()
+    result = profiler.runcall(_unprofiled, a)
+    profiler.dump_stats(_os.path.join(_os.environ["TRITON_CACHE_DIR"], "{PROFILE_FILE}"))
+    return result
+"""
+
+
 def entries(cache: Path) -> dict[str, Path]:
     """The cache's entries: key directory → its metadata file (None for launchers and utils)."""
     found = {}
@@ -62,10 +87,9 @@ def metadata_difference(ours: Path, theirs: Path) -> dict[str, object]:
     return {k: (a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)}
 
 
-def run(isolation: str, source: str, specs_text: str, workers: int) -> None:
-    root = Path(tempfile.mkdtemp(prefix="precompile-hits-"))
+def run(root: Path, isolation: str, source: str, specs_text: str, workers: int) -> None:
     cache, work = root / "triton", root / "work"
-    work.mkdir()
+    work.mkdir(exist_ok=True)
     path = root / "candidate.py"
     path.write_text(source)
     suite = get_suite("qr_v2")
@@ -95,6 +119,11 @@ def run(isolation: str, source: str, specs_text: str, workers: int) -> None:
     print(f"   verdict {report.verdict} in {time.monotonic() - start:.1f} s {report.reason[:200]}")
     for spec in report.specs:
         print(f"   spec {spec.get('label')}: first call {spec.get('first_call_s', 0):.2f} s")
+    profile = cache / PROFILE_FILE
+    if profile.exists():
+        stats = pstats.Stats(str(profile))
+        stats.sort_stats("cumulative").print_stats(25)
+        profile.unlink()
     added = {k: v for k, v in entries(cache).items() if k not in before}
     print(f"   the contestant added {len(added)} entries")
     by_name = {p.name: p for p in before.values() if p.suffix == ".json"}
@@ -109,11 +138,13 @@ def main() -> None:
     parser.add_argument("--isolation", nargs="+", default=["auto", "off"])
     parser.add_argument("--knob", default="medium.update_block_n=32")
     parser.add_argument("--specs", default="640x512 16x512", help="shapes, BATCHxN, spaced")
+    parser.add_argument("--profile-first-call", action="store_true")
     parser.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) // 2))
     args = parser.parse_args()
-    source = neighbour(args.knob)
+    source = neighbour(args.knob) + (PROFILED_FIRST_CALL if args.profile_first_call else "")
+    root = Path(tempfile.mkdtemp(prefix="precompile-hits-"))  # one cache for every run
     for isolation in args.isolation:
-        run(isolation, source, args.specs, args.workers)
+        run(root, isolation, source, args.specs, args.workers)
 
 
 if __name__ == "__main__":
