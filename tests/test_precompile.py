@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from qrsup.agents.precompile import Precompiler, device_arch
 from qrsup.agents.spaces import FastKernelSpace
+from qrsup.kernels.judge.triton_cache import MANAGER_ENV
 from qrsup.kernels.schema import Candidate
 from qrsup.kernels.suites import Spec
 
@@ -30,10 +31,10 @@ def _compiled_env() -> dict[str, str]:
     return {name: value for name, value in os.environ.items() if name != "TRITON_INTERPRET"}
 
 
-def _precompile(*arguments: str) -> subprocess.CompletedProcess:
+def _precompile(*arguments: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "qrsup.kernels.fast.precompile", *arguments],
-        env=_compiled_env(),
+        env=_compiled_env() | (env or {}),
         capture_output=True,
         text=True,
         timeout=300,
@@ -75,6 +76,30 @@ def test_a_config_compiles_once_and_a_second_run_finds_every_kernel_cached(cuda_
     assert again.returncode == 0, again.stdout + again.stderr[-3000:]
     assert f"precompiled 0 kernels ({len(compiled)} already cached)" in again.stdout
     assert _kernels(cache) == compiled
+
+
+def _group_files(cache: Path) -> dict[str, str]:
+    return {str(path.relative_to(cache)): path.read_text() for path in cache.glob("*/__grp__*")}
+
+
+@pytest.mark.parametrize("manager", ["relocatable", "triton's own"])
+def test_a_cache_seen_under_another_path_is_found_only_by_the_relocatable_lookup(
+    cuda_compiler, tmp_path, manager
+):
+    """The judge's contestant sees a kept cache at its private path, the precompiler at the
+    host's. Triton's own lookup takes the other path's entries for missing: it compiles again
+    and rewrites each group file for its own path. The relocatable one finds them."""
+    host, mounted = tmp_path / "host", tmp_path / "mounted"
+    first = _precompile(str(CONFIGS), str(host), "--arch=90", "--shape=4x32")
+    assert first.returncode == 0, first.stdout + first.stderr[-3000:]
+    host.rename(mounted)
+    groups = _group_files(mounted)
+    assert groups and all(str(host) in text for text in groups.values())
+    env = {} if manager == "relocatable" else {MANAGER_ENV: "triton.runtime.cache:FileCacheManager"}
+    again = _precompile(str(CONFIGS), str(mounted), "--arch=90", "--shape=4x32", env=env)
+    assert again.returncode == 0, again.stdout + again.stderr[-3000:]
+    recompiled = _group_files(mounted) != groups
+    assert recompiled == (manager != "relocatable")
 
 
 def test_bad_arguments_are_one_line_and_exit_2(tmp_path):

@@ -29,6 +29,7 @@ from pathlib import Path
 from triton.backends.compiler import GPUTarget
 from triton.runtime.driver import driver as triton_driver
 
+from ..judge.triton_cache import MANAGER_ENV, RELOCATABLE_MANAGER
 from .aot import Launch, driver_kernels, map_forked, record_launches
 from .config import Config, load_config
 from .plan import make_plan
@@ -107,6 +108,7 @@ def precompile(
     a process of its own: `main`'s."""
     start = time.monotonic()
     os.environ["TRITON_CACHE_DIR"] = str(cache)
+    os.environ.setdefault(MANAGER_ENV, RELOCATABLE_MANAGER)  # the contestant's lookup too
     cache.mkdir(parents=True, exist_ok=True)
     before = _entries(cache)
     launches = distinct_launches(config, shapes)

@@ -30,6 +30,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from qrsup.kernels.judge.triton_cache import MANAGER_ENV, RELOCATABLE_MANAGER
+
 ISOLATION_MODES = ("auto", "required", "off")
 DEDICATED_USER = "qrsup-judge"
 PRIVATE_DIR = "/.qrsup-work"  # where the contestant's private work directory appears to it
@@ -136,6 +138,7 @@ def plan_sandbox(
         "HOME": PRIVATE_DIR,
         "TMPDIR": "/tmp",
         "TRITON_CACHE_DIR": TRITON_CACHE,
+        MANAGER_ENV: RELOCATABLE_MANAGER,
         "XDG_CACHE_HOME": f"{PRIVATE_DIR}/.cache",
         "PYTHONDONTWRITEBYTECODE": "1",
     }

@@ -15,6 +15,11 @@ from pathlib import Path
 
 CacheChoice = Callable[[Path], Path]
 
+# Every process that shares a kept cache looks kernels up with this manager (see its module):
+# the contestant sees the cache under its private path, the precompiler under the host's.
+MANAGER_ENV = "TRITON_CACHE_MANAGER"
+RELOCATABLE_MANAGER = "qrsup.kernels.judge.relocatable_cache:RelocatableCacheManager"
+
 
 def user_cache_root() -> Path:
     """The person's own cache for `qrsup test`/`bench` runs: XDG's cache directory."""
