@@ -153,6 +153,7 @@ def test_an_agent_without_its_cluster_waits_and_says_so_once(tmp_path):
     assert wait_for(lambda: not session_processes(), 30, "the agent's processes to end")
 
 
+@pytest.mark.slow  # 45 s; CI keeps the instance's start and end through `qrsup test` below
 def test_a_session_without_an_address_starts_its_own_instance_and_stops_it_at_the_end(
     tmp_path, tiny_suite, monkeypatch
 ):
