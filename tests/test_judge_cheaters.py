@@ -104,10 +104,14 @@ def test_forged_reply_in_the_harness_pipe_is_detected():
     assert "out of sequence" in report.reason
 
 
-def test_patched_harness_clock_fails_timing_integrity():
+def test_patched_harness_clock_fails_before_anything_is_timed():
+    """The harness's captured clock is one of its own tools: rebinding it is seen at the first
+    preparation. (A patch deeper than the harness's names is left to the referee's clock, whose
+    accounting tests/test_integrity.py checks.)"""
     report = judge(CHEATERS / "patches_timer.py", mode="bench")
     assert report.verdict == "fail"
-    assert report.specs[0]["gate"] == "integrity"
+    assert report.specs[0]["gate"] == "tamper"
+    assert "qrsup.kernels.judge.contestant._perf_counter_ns" in report.reason
 
 
 def test_work_on_a_background_thread_does_not_pass():
@@ -137,6 +141,28 @@ def test_candidate_sees_no_api_keys(monkeypatch):
     assert "qrsup-test-secret" not in report.candidate_output
 
 
+@pytest.mark.parametrize(
+    ("cheater", "seen"),
+    [
+        (
+            "works_during_input_preparation.py",
+            "replaced qrsup.kernels.judge.contestant.generate_input",
+        ),
+        ("profiles_the_input_generator.py", "installed a profile function (sys.setprofile)"),
+    ],
+)
+def test_a_candidate_that_reaches_into_input_preparation_fails_for_it(cheater, seen):
+    """Work done while the harness makes the inputs escapes the timed window, and on a small
+    spec the referee's clock over the cycle cannot tell it from noise: the harness refuses to
+    prepare inputs once its tools are not its own."""
+    report = judge(CHEATERS / cheater, "bench")
+    assert report.verdict == "fail", report.reason
+    spec = report.specs[0]
+    assert spec["gate"] == "tamper", spec
+    assert "reached into the judge's input preparation" in report.reason
+    assert seen in report.reason
+
+
 def test_file_with_the_banned_word_is_rejected_before_running():
     report = judge(CHEATERS / "mentions_the_banned_word.py")
     assert report.verdict == "rejected"
@@ -155,7 +181,7 @@ def test_work_moved_into_input_preparation_fails_integrity():
     spec = report.specs[0]
     seen = {key: spec.get(key) for key in ("stats", "integrity")}
     assert report.verdict == "fail", f"{report.reason} {seen}"
-    assert spec["gate"] == "integrity"
+    assert spec["gate"] == "tamper"
 
 
 @pytest.mark.gpu

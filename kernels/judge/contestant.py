@@ -25,7 +25,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import torch
+from qrsup.kernels import generators
 from qrsup.kernels.generators import generate_input
+from qrsup.kernels.judge.harness_watch import HarnessWatch
 from qrsup.kernels.judge.protocol import LineReader, decode, encode, write_all
 from qrsup.kernels.profiling.trace import CALL_RANGE
 from qrsup.kernels.suites import Spec
@@ -87,6 +89,8 @@ class Contestant:
         self.device = device
         self.export_fd, self.trace_fd, self.source_fd = export_fd, trace_fd, source_fd
         self.clock = DeviceClock(device)
+        # Before any candidate code exists here: the tools that prepare its inputs, as they are.
+        self.watch = HarnessWatch([sys.modules[__name__], generators])
         self.kernel: Kernel | None = None
         self.originals: list[torch.Tensor] = []
         self.inputs: list[torch.Tensor] = []
@@ -121,12 +125,18 @@ class Contestant:
         return {"ok": True}
 
     def prepare(self, message: dict) -> dict:
-        """Fresh inputs from the referee's seeds, one clone per call, L2 flushed, device idle."""
+        """Fresh inputs from the referee's seeds, one clone per call, L2 flushed, device idle;
+        refused when the candidate has reached into the tools that make them."""
         self.originals, self.inputs, self.outputs = [], [], []
         spec = Spec(**message["spec"], seed=0)
-        self.originals = [
-            generate_input(spec.reseeded(seed), self.device) for seed in message["seeds"]
-        ]
+
+        def make_inputs() -> None:
+            self.originals = [
+                generate_input(spec.reseeded(seed), self.device) for seed in message["seeds"]
+            ]
+
+        if tampered := self.watch.guard(make_inputs):
+            return {"ok": False, "kind": "tamper", "error": tampered}
         self.inputs = [_tensor_clone(a) for a in self.originals]
         if self._flush is not None:
             self._flush.zero_()

@@ -33,7 +33,8 @@ from qrsup.kernels.profiling.trace import TRACE_FILE
 
 
 class ContestantFailure(RuntimeError):
-    """The contestant can no longer answer: `kind` is timeout, crash, memory or protocol."""
+    """The contestant can no longer answer (`kind`: timeout, crash, memory or protocol), or will
+    not be believed (tamper)."""
 
     def __init__(self, kind: str, reason: str) -> None:
         super().__init__(reason)

@@ -52,7 +52,13 @@ OTHER_THREADS_SLACK_NS = 2_000_000
 OTHER_THREADS_SHARE = 0.1
 ABORT_MIN_CYCLES = 4
 ABORT_FACTOR = 3.0
-FAILURE_STATUS = {"timeout": "timeout", "crash": "crash", "memory": "memory", "protocol": "fail"}
+FAILURE_STATUS = {
+    "timeout": "timeout",
+    "crash": "crash",
+    "memory": "memory",
+    "protocol": "fail",
+    "tamper": "fail",
+}
 
 
 @dataclass(frozen=True)
@@ -187,7 +193,8 @@ class Referee:
             pass
         except ContestantFailure as failure:
             self.dead = failure
-            outcome.fail(FAILURE_STATUS[failure.kind], failure.reason)
+            gate = "tamper" if failure.kind == "tamper" else None
+            outcome.fail(FAILURE_STATUS[failure.kind], failure.reason, gate)
         outcome.wall_s = time.monotonic() - start
         key = f"{outcome.kind}s"
         self.phases[key] = self.phases.get(key, 0.0) + outcome.wall_s
@@ -253,6 +260,9 @@ class Referee:
         shape = {"batch": spec.batch, "n": spec.n, "cond": spec.cond, "case": spec.case}
         prepare = {"op": "prepare", "spec": shape, "seeds": seeds}
         reply, prepared_ns = self._ask(prepare, "prepare", "prepare")
+        if reply.get("kind") == "tamper":
+            reason = f"the candidate reached into the judge's input preparation: {reply['error']}"
+            raise ContestantFailure("tamper", reason)
         if not reply.get("ok"):
             raise ContestantFailure("crash", f"prepare: the harness failed: {reply.get('error')}")
         before_go, own_wait_before_go = _Reading.of(proc), schedstat()[1]

@@ -1,0 +1,113 @@
+"""Does the candidate reach into the harness that prepares its inputs?
+
+The contestant generates each repetition's inputs in its own process, where the candidate's code
+also lives. A candidate that replaces the generator (or a torch function it calls), or that
+installs a tracer, a profiler or a torch mode, can do its work while the inputs are made, where
+no timed window sees it. The referee's clock over the whole cycle catches that only for work
+larger than the harness's own noise: a small spec's whole kernel fits inside it.
+
+So the harness watches its own tools. Before the candidate is imported, it notes the objects
+behind the names its input generation uses and the interpreter's hooks; before and after every
+preparation, each must still be the same. This is not a wall: code that patches C functions or
+the CUDA driver goes unseen here and is left to the referee's clock (the README says so).
+"""
+
+from __future__ import annotations
+
+import ast
+import gc
+import inspect
+import sys
+import threading
+from collections.abc import Callable, Iterable
+from types import ModuleType
+
+import torch
+
+MONITORING_TOOLS = range(6)  # sys.monitoring's tool ids (Python 3.12+)
+
+
+def _callables(namespace: object, names: set[str] | None = None) -> dict[str, object]:
+    """The namespace's callable attributes (those of `names` only, if given), as they are now."""
+    return {
+        name: value
+        for name, value in vars(namespace).items()
+        if callable(value) and (names is None or name in names)
+    }
+
+
+def torch_names(module: ModuleType) -> set[str]:
+    """The `torch.X` and `torch.linalg.X` names a module's source calls, as `X`. (Torch rebinds
+    a few of its own functions when a candidate first compiles with it, torch.manual_seed among
+    them: only the ones the harness calls are watched.)"""
+    found = set()
+    for node in ast.walk(ast.parse(inspect.getsource(module))):
+        if isinstance(node, ast.Attribute):
+            owner = ast.unparse(node.value)
+            if owner in ("torch", "torch.linalg"):
+                found.add(node.attr)
+    return found
+
+
+def _name(module: ModuleType) -> str:
+    """The module's import name, also when it runs as `__main__` (`python -m`)."""
+    spec = getattr(module, "__spec__", None)
+    return spec.name if spec is not None else module.__name__
+
+
+def _hooks() -> dict[str, object]:
+    """The interpreter's and torch's hooks into every call, as they are now."""
+    monitoring = getattr(sys, "monitoring", None)
+    tools = tuple(monitoring.get_tool(i) for i in MONITORING_TOOLS) if monitoring else ()
+    return {
+        "a trace function (sys.settrace)": sys.gettrace(),
+        "a profile function (sys.setprofile)": sys.getprofile(),
+        "a trace function for threads (threading.settrace)": threading.gettrace(),
+        "a profile function for threads (threading.setprofile)": threading.getprofile(),
+        "a sys.monitoring tool": tools,
+        "a torch function mode": torch._C._len_torch_function_stack(),
+        "a torch dispatch mode": torch._C._len_torch_dispatch_stack(),
+        "a garbage-collector callback": tuple(gc.callbacks),
+    }
+
+
+class HarnessWatch:
+    """The harness's tools as they were before the candidate loaded."""
+
+    def __init__(self, modules: Iterable[ModuleType]) -> None:
+        """Watch every callable of `modules` (the harness's own), the torch functions their
+        source calls, and every tensor method: the class's own dictionary only grows when code
+        patches a method of its C base."""
+        modules = list(modules)
+        used = set().union(*(torch_names(m) for m in modules))
+        self._names = {_name(m): (m, _callables(m)) for m in modules}
+        self._names["torch"] = (torch, _callables(torch, used))
+        self._names["torch.linalg"] = (torch.linalg, _callables(torch.linalg, used))
+        self._tensor_methods = _callables(torch.Tensor)
+        self._hooks = _hooks()
+
+    def changes(self) -> list[str]:
+        """What the candidate replaced or installed since, in words; empty when nothing."""
+        found = [
+            f"{label}.{name}"
+            for label, (space, before) in self._names.items()
+            for name, value in before.items()
+            if vars(space).get(name) is not value
+        ]
+        methods = _callables(torch.Tensor)
+        found += [f"torch.Tensor.{name}" for name in methods.keys() - self._tensor_methods.keys()]
+        found += [
+            f"torch.Tensor.{name}"
+            for name, value in self._tensor_methods.items()
+            if methods.get(name) is not value
+        ]
+        now = _hooks()
+        installed = [f"installed {hook}" for hook, was in self._hooks.items() if now[hook] != was]
+        return ([f"replaced {', '.join(found[:5])}"] if found else []) + installed
+
+    def guard(self, body: Callable[[], None]) -> str:
+        """Run `body` (a preparation) between two looks; what changed, or ""."""
+        if changed := self.changes():
+            return "; ".join(changed)
+        body()
+        return "; ".join(self.changes())

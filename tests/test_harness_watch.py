@@ -1,0 +1,82 @@
+"""The contestant's watch over the tools that prepare a candidate's inputs
+(kernels/judge/harness_watch.py): what a candidate could hook is seen, and what torch does by
+itself for an honest candidate is not."""
+
+from __future__ import annotations
+
+import gc
+import subprocess
+import sys
+import textwrap
+
+import torch
+from qrsup.kernels import generators
+from qrsup.kernels.judge.harness_watch import HarnessWatch, torch_names
+from torch.overrides import TorchFunctionMode
+
+
+def test_the_watch_covers_the_torch_functions_the_generator_calls():
+    assert {"randn", "randperm", "triu", "Generator"} <= torch_names(generators)
+    assert "manual_seed" not in torch_names(generators)  # a method of its generator objects
+
+
+def test_a_replaced_function_or_method_is_named(monkeypatch):
+    watch = HarnessWatch([generators])
+    assert watch.changes() == []
+    monkeypatch.setattr(torch, "randn", lambda *args, **kwargs: None)
+    monkeypatch.setattr(generators, "generate_input", lambda spec, device: None)
+    assert watch.changes() == ["replaced qrsup.kernels.generators.generate_input, torch.randn"]
+    monkeypatch.undo()
+    monkeypatch.setattr(torch.Tensor, "triu", lambda self, diagonal=0: self, raising=False)
+    assert watch.changes() == ["replaced torch.Tensor.triu"]
+
+
+def test_hooks_into_every_call_are_named():
+    watch = HarnessWatch([generators])
+    sys.setprofile(lambda frame, event, value: None)
+    try:
+        assert watch.changes() == ["installed a profile function (sys.setprofile)"]
+    finally:
+        sys.setprofile(None)
+    with TorchFunctionMode():
+        assert watch.changes() == ["installed a torch function mode"]
+    gc.callbacks.append(lambda phase, info: None)
+    try:
+        assert watch.changes() == ["installed a garbage-collector callback"]
+    finally:
+        gc.callbacks.pop()
+    assert watch.changes() == []
+
+
+def test_a_guarded_preparation_that_changes_nothing_says_nothing_and_one_that_hooks_is_named():
+    watch = HarnessWatch([generators])
+    made: list[int] = []
+    assert watch.guard(lambda: made.append(1)) == "" and made == [1]
+    try:
+        reason = watch.guard(lambda: sys.setprofile(lambda frame, event, value: None))
+    finally:
+        sys.setprofile(None)
+    assert reason == "installed a profile function (sys.setprofile)"
+
+
+COMPILES_HONESTLY = textwrap.dedent(
+    """
+    import torch
+    from qrsup.kernels import generators
+    from qrsup.kernels.judge.harness_watch import HarnessWatch
+
+    watch, seed = HarnessWatch([generators]), torch.manual_seed
+    compiled = torch.compile(lambda x: x * 2 + 1, backend="eager")
+    assert float(compiled(torch.ones(4)).sum()) == 12.0
+    print(torch.manual_seed is seed, watch.changes())
+    """
+)
+
+
+def test_an_honest_candidate_that_compiles_with_torch_changes_nothing_watched():
+    """Compiling rebinds torch.manual_seed, which the generator does not call."""
+    done = subprocess.run(
+        [sys.executable, "-c", COMPILES_HONESTLY], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == "False []"
