@@ -8,6 +8,7 @@ from qrsup.kernels.judge.integrity import (
     CUDA_TOLERANCE,
     Cycle,
     CycleBaseline,
+    export_cost_ns,
     judge_integrity,
     spec_baseline,
     spread_ns,
@@ -100,7 +101,8 @@ def test_the_window_is_judged_against_its_own_spread_not_the_whole_cycles():
         for extra, jitter in ((0.0, 0.0), (0.05, 3.0), (0.1, 6.0), (0.0, 1.0), (0.05, 2.0))
     ]
     exported = Cycle(0.0, 0.2 * MS, 7.0 * MS, 0.0, True)
-    baseline = spec_baseline(calibration, exported, 6.0 * MS, spread_ns([0.0, 0.02 * MS]))
+    export = export_cost_ns(calibration, exported)
+    baseline = spec_baseline(calibration, export, 6.0 * MS, spread_ns([0.0, 0.02 * MS]))
     assert baseline.jitter_ns == 6.0 * MS
     assert baseline.window_jitter_ns == pytest.approx(0.05 * MS)
     hidden = judge_integrity(_side_queue_cycles(2.4), baseline, CUDA_TOLERANCE)
@@ -127,7 +129,9 @@ def test_a_spec_whose_inputs_cost_more_on_some_seeds_is_calibrated_with_that_spr
     repetitions once landed 34 ms above a fixed-seed baseline and failed."""
     calibration = _mixed_cycles([40.0, 55.0, 70.0, 85.0, 100.0], 0.0)
     exported = _mixed_cycles([70.0], 0.0)[0]
-    baseline = spec_baseline(calibration, exported, 0.1 * MS, window_jitter_ns=0.0)
+    baseline = spec_baseline(
+        calibration, export_cost_ns(calibration, exported), 0.1 * MS, window_jitter_ns=0.0
+    )
     assert baseline.cycle_ns == 70.0 * MS
     assert baseline.jitter_ns == 30.0 * MS
     unlucky = judge_integrity(_mixed_cycles([95.0, 100.0, 104.0], 8.7), baseline, CUDA_TOLERANCE)

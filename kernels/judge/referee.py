@@ -30,6 +30,7 @@ from qrsup.kernels.judge.integrity import (
     CycleBaseline,
     IntegrityVerdict,
     Tolerance,
+    export_cost_ns,
     judge_integrity,
     spec_baseline,
     spread_ns,
@@ -218,15 +219,20 @@ class Referee:
         self.go_overhead_ns = statistics.median(c.window_ns - c.claimed_ns for c in settled)
         jitter = spread_ns([c.harness_ns for c in settled])
         window_jitter = spread_ns(overheads)
+        export_ns: dict[tuple[int, int, int], float] = {}  # by the outputs' shape and count
         for spec in benchmarks:
             count = inputs_per_repetition(spec, self.rule)
             plain = [
                 self._cycle(spec, self._fresh_seeds(count), lambda _: False, calibrate=True)
                 for _ in range(CALIBRATION_CYCLES_PER_SPEC)
             ]
-            exported = self._cycle(spec, self._fresh_seeds(count), lambda _: True, calibrate=True)
-            self._discard_export()
-            self.baselines[spec] = spec_baseline(plain, exported, jitter, window_jitter)
+            outputs = (spec.batch, spec.n, count)
+            if outputs not in export_ns:
+                seeds = self._fresh_seeds(count)
+                exported = self._cycle(spec, seeds, lambda _: True, calibrate=True)
+                self._discard_export()
+                export_ns[outputs] = export_cost_ns(plain, exported)
+            self.baselines[spec] = spec_baseline(plain, export_ns[outputs], jitter, window_jitter)
 
     def _load(self) -> str:
         source = self.config["source"].encode()  # the text the static checks passed
