@@ -6,7 +6,8 @@ shape class (spaces.py), so specs of the other classes run the parent's kernels 
 quick stage therefore looks at the affected specs alone: every one of them, where the standard
 quick stage would time every other spec, mostly ones the change cannot move. The full stage
 still times every spec, and a candidate whose change cannot be traced this way gets the
-standard quick stage.
+standard quick stage. The interleaved re-timing against the incumbent looks at the specs the
+two differ on, by the same rule.
 """
 
 from __future__ import annotations
@@ -46,11 +47,12 @@ def affected_specs(
     return AffectedSpecs(tests, benchmarks) if narrower else None
 
 
-def focus_from_parent(
-    parent_of: Callable[[str], Candidate | None], suite: Suite, repo_root: Path
-) -> Callable[[Candidate], AffectedSpecs | None]:
-    """The loop's view: a candidate's affected specs against its stored parent, for families
-    with a declared config space."""
+def focus_between(
+    suite: Suite, repo_root: Path
+) -> Callable[[Candidate, Candidate], AffectedSpecs | None]:
+    """The specs on which two candidates of one family with a declared config space can differ:
+    those of the classes whose knobs differ (a candidate against its parent, or against the
+    incumbent when the two are re-timed)."""
 
     @functools.cache
     def class_of(family: str) -> Callable[[Spec], str]:
@@ -58,10 +60,22 @@ def focus_from_parent(
         on every call."""
         return functools.cache(space_for(family, repo_root).class_of)
 
+    def between(candidate: Candidate, reference: Candidate) -> AffectedSpecs | None:
+        if reference.family != candidate.family or candidate.family not in FAMILIES:
+            return None
+        return affected_specs(candidate.params, reference.params, suite, class_of(candidate.family))
+
+    return between
+
+
+def focus_from_parent(
+    parent_of: Callable[[str], Candidate | None], suite: Suite, repo_root: Path
+) -> Callable[[Candidate], AffectedSpecs | None]:
+    """The loop's view: a candidate's affected specs against its stored parent."""
+    between = focus_between(suite, repo_root)
+
     def focus(candidate: Candidate) -> AffectedSpecs | None:
         parent = parent_of(candidate.parent_id) if candidate.parent_id else None
-        if parent is None or parent.family != candidate.family or candidate.family not in FAMILIES:
-            return None
-        return affected_specs(candidate.params, parent.params, suite, class_of(candidate.family))
+        return between(candidate, parent) if parent is not None else None
 
     return focus

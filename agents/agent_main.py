@@ -11,7 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from qrsup.agents.advisor import build_advisor
-from qrsup.agents.affected_specs import focus_from_parent
+from qrsup.agents.affected_specs import focus_between, focus_from_parent
 from qrsup.agents.evaluation import Evaluator
 from qrsup.agents.heartbeat import read_beat, write_beat
 from qrsup.agents.hooks import StatusHook
@@ -138,6 +138,7 @@ def main(argv: list[str] | None = None) -> int:
             hook=status_hook(settings, session, paths, name),
             guidance=session.workspace / settings.guidance_file,
             focus=focus_from_parent(store.candidate, evaluator.suite, REPO_ROOT),
+            retime_focus=focus_between(evaluator.suite, REPO_ROOT),
             precompile=precompiler,
         )
         return agent.run()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from qrsup.agents.affected_specs import AffectedSpecs
 from qrsup.agents.beam import Scored, Slot, place, source_lines
 from qrsup.agents.evaluation import Comparison, Evaluator, RetimingFailure, StageResult
 from qrsup.agents.incumbent import Incumbent
@@ -16,6 +17,7 @@ from qrsup.kernels.schema import Candidate, Decision, Progress, Verdict
 
 DEFAULT_NOISE = 0.02
 StageProgress = Callable[[str], Progress]  # a progress callback for the named stage
+Focus = Callable[[Candidate, Candidate], AffectedSpecs | None]  # where two candidates differ
 
 
 @dataclass(frozen=True)
@@ -38,8 +40,10 @@ class Decider:
         evaluator: Evaluator,
         recorder: Recorder,
         progress: StageProgress,
+        focus: Focus | None = None,
     ) -> None:
         self.paths = paths
+        self.focus = focus  # the specs a re-timing needs, where that is known
         self.session = session
         self.store = store
         self.evaluator = evaluator
@@ -96,20 +100,26 @@ class Decider:
         incumbent_path = work / f"{incumbent.row.id}.py"
         incumbent_path.write_text(incumbent.row.source)
         challenger = work / f"{candidate.id}.py"
+        differ = self.focus(candidate, incumbent.row) if self.focus else None
         return self.evaluator.interleaved(
-            incumbent_path, challenger, progress=self.progress("re-timing")
+            incumbent_path,
+            challenger,
+            progress=self.progress("re-timing"),
+            benchmarks=differ.benchmarks if differ else (),
         )
 
     def _promotion_grade(
         self, candidate: Candidate, comparison: Comparison, decision: Decision
     ) -> Decided:
-        """Promote only a gain beyond the noise measured in the same re-timing."""
-        self.noise = max(DEFAULT_NOISE / 2, comparison.noise)
+        """Promote only a gain beyond the noise measured in the same re-timing. Only a whole
+        suite's re-timing teaches the session its noise: full stages compare whole suites."""
+        if comparison.share == 1.0:
+            self.noise = max(DEFAULT_NOISE / 2, comparison.noise)
         self.recorder.event(
             {"event": "noise", "candidate_id": candidate.id, **comparison.to_dict()}
         )
         if not comparison.significant:
-            reason = f"gain {comparison.gain:.1%} within noise {comparison.noise:.1%}; not promoted"
+            reason = f"{comparison.describe('within')}; not promoted"
             return Decided(decision, reason)
         result = promote(
             self.session.workspace,
@@ -124,8 +134,7 @@ class Decider:
         )
         if not result.ok:
             return Decided(decision, f"promotion refused: {result.message}")
-        gain = f"gain {comparison.gain:.1%} beyond noise {comparison.noise:.1%}"
-        return Decided(Decision.PROMOTED, f"{gain}; {result.message}")
+        return Decided(Decision.PROMOTED, f"{comparison.describe('beyond')}; {result.message}")
 
     def beam_slots(self) -> dict[str, Slot]:
         slots = {}

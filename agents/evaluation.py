@@ -12,7 +12,7 @@ promote rests on a gain larger than the noise measured in the same run.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,23 +58,53 @@ def geomean_over(means: Mapping[int, float], indices: list[int]) -> float | None
 
 @dataclass(frozen=True)
 class Comparison:
-    """Interleaved re-timing: geomeans of each round, the gain and the noise it must beat."""
+    """Interleaved re-timing: geomeans of each round over the re-timed specs, the gain and the
+    noise it must beat there.
+
+    A change confined to some specs (affected_specs.py) is re-timed on those alone: the others
+    run identical kernels, so timing them adds noise and no signal. `share` is their part of
+    the suite's specs, and the suite-level figures follow from it: the geomean over the whole
+    suite moves by the re-timed specs' ratio to the power of their share."""
 
     incumbent_ns: list[float]
     challenger_ns: list[float]
     gain: float
     noise: float
+    specs: tuple[int, ...] = ()  # the benchmark specs re-timed; empty: all of them
+    share: float = 1.0
 
     @property
     def significant(self) -> bool:
         return self.gain > self.noise
 
+    @property
+    def suite_gain(self) -> float:
+        return 1.0 - (1.0 - self.gain) ** self.share
+
+    @property
+    def suite_noise(self) -> float:
+        return (1.0 + self.noise) ** self.share - 1.0
+
+    def describe(self, verdict: str) -> str:
+        """`gain … beyond|within noise …`, with the re-timed specs' own figures when focused."""
+        line = f"gain {self.suite_gain:.1%} {verdict} noise {self.suite_noise:.1%}"
+        if self.share < 1.0:
+            specs = ", ".join(str(i) for i in self.specs)
+            line += f" (re-timed on specs {specs}: {self.gain:.1%} against {self.noise:.1%})"
+        return line
+
     def to_dict(self) -> dict[str, object]:
+        """Suite-level gain and noise, as a promotion's evidence shows them, and the re-timed
+        specs' own."""
         return {
             "incumbent_ns": self.incumbent_ns,
             "challenger_ns": self.challenger_ns,
-            "gain": self.gain,
-            "noise": self.noise,
+            "gain": self.suite_gain,
+            "noise": self.suite_noise,
+            "specs": list(self.specs),
+            "share": self.share,
+            "specs_gain": self.gain,
+            "specs_noise": self.noise,
         }
 
 
@@ -192,13 +222,21 @@ class Evaluator:
         return StageResult("quick", report, means)
 
     def full(
-        self, path: Path, progress: Progress | None = None, seed: int | None = None
+        self,
+        path: Path,
+        progress: Progress | None = None,
+        seed: int | None = None,
+        benchmarks: Sequence[int] = (),
     ) -> StageResult:
-        suite = Suite(name=self.suite.name, tests=(), benchmarks=self.suite.benchmarks)
+        """Every benchmark spec under the session's rule; `benchmarks`, those alone."""
+        indices = list(benchmarks) or list(range(len(self.suite.benchmarks)))
+        chosen = tuple(self.suite.benchmarks[i] for i in indices)
+        suite = Suite(name=self.suite.name, tests=(), benchmarks=chosen)
         report = self.executor.evaluate(
             path, self._config(path, suite, "bench", self.rule, seed), progress
         )
-        return StageResult("full", report, report.spec_means_ns())
+        means = {indices[i]: m for i, m in report.spec_means_ns().items()}
+        return StageResult("full", report, means)
 
     def revalidate(self, path: Path, progress: Progress | None = None) -> StageResult:
         """Every test and benchmark spec on a fresh secret seed: the gate before a promotion."""
@@ -207,21 +245,28 @@ class Evaluator:
         return StageResult("revalidate", report, report.spec_means_ns())
 
     def interleaved(
-        self, incumbent: Path, challenger: Path, rounds: int = 2, progress: Progress | None = None
+        self,
+        incumbent: Path,
+        challenger: Path,
+        rounds: int = 2,
+        progress: Progress | None = None,
+        benchmarks: Sequence[int] = (),
     ) -> Comparison | RetimingFailure:
-        """Alternate incumbent and challenger; a failing run is returned instead of a comparison."""
+        """Alternate incumbent and challenger on `benchmarks` (default: all); a failing run is
+        returned instead of a comparison."""
         times: dict[str, list[float]] = {"incumbent": [], "challenger": []}
         for _ in range(rounds):
             seed = secrets.randbits(31)
             for name, path in (("incumbent", incumbent), ("challenger", challenger)):
-                result = self.full(path, progress, seed=seed)
+                result = self.full(path, progress, seed=seed, benchmarks=benchmarks)
                 if not result.passed or result.report.geomean_ns is None:
                     return RetimingFailure(name, result)
                 times[name].append(result.report.geomean_ns)
         inc, cha = times["incumbent"], times["challenger"]
         noise = max(NOISE_FLOOR, _spread(inc), _spread(cha))
         gain = 1.0 - geomean(cha) / geomean(inc)
-        return Comparison(inc, cha, gain, noise)
+        share = len(benchmarks) / len(self.suite.benchmarks) if benchmarks else 1.0
+        return Comparison(inc, cha, gain, noise, tuple(benchmarks), share)
 
 
 def _spread(values: list[float]) -> float:

@@ -20,7 +20,7 @@ import git
 from qrsup.agents import inbox
 from qrsup.agents.advisor import Advisor
 from qrsup.agents.affected_specs import AffectedSpecs
-from qrsup.agents.decision import Decider
+from qrsup.agents.decision import Decider, Focus
 from qrsup.agents.evaluation import Evaluator, StageResult, geomean_over
 from qrsup.agents.fault_points import fault_point
 from qrsup.agents.git_workspace import WorkspaceError
@@ -88,6 +88,7 @@ class ResearchAgent:
         hook: StatusHook | None = None,
         guidance: Path | None = None,
         focus: Callable[[Candidate], AffectedSpecs | None] | None = None,
+        retime_focus: Focus | None = None,
         precompile: Callable[[Candidate, Sequence[Spec]], str] | None = None,
     ) -> None:
         self.paths = paths
@@ -104,7 +105,9 @@ class ResearchAgent:
         self.recorder = Recorder(paths, store, session.workspace, spec.name, spec.role)
         self.log = self.recorder.log
         self.heartbeat = Heartbeat(paths.heartbeat(spec.name), spec.goal)
-        self.decider = Decider(paths, session, store, evaluator, self.recorder, self._progress)
+        self.decider = Decider(
+            paths, session, store, evaluator, self.recorder, self._progress, retime_focus
+        )
         self.state = AgentState(goal=parse_goal(spec.goal), budget=current_budget(spec, store))
         spend = recorded_spend(store, paths.events(spec.name), spec.name)
         self.changes = StatusChanges(self.recorder.event, hook, spend, session.advisor_after)

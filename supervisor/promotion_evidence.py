@@ -94,15 +94,18 @@ def read_evidence(
 
 
 def noise_band(events: Iterable[Path], candidate_id: str) -> tuple[float, str]:
-    """The noise measured when this candidate was re-timed, else the session's latest, else the
-    loop's assumed default."""
+    """The noise measured when this candidate was re-timed, else the session's latest over a
+    whole suite, else the loop's assumed default."""
     latest: dict | None = None
     own: dict | None = None
     for path in events:
         for event in read_events(path):
             if event.get("event") != "noise" or not isinstance(event.get("noise"), int | float):
                 continue
-            if latest is None or str(event.get("time")) >= str(latest.get("time")):
+            whole_suite = event.get("share", 1.0) == 1.0  # a focused re-timing's is its own
+            if whole_suite and (
+                latest is None or str(event.get("time")) >= str(latest.get("time"))
+            ):
                 latest = event
             if event.get("candidate_id") == candidate_id:
                 own = event

@@ -4,11 +4,14 @@ verdict and the beam keeps what it held. Real judge runs on the CPU."""
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
-from qrsup.agents.decision import Decider
-from qrsup.agents.evaluation import Evaluator, StageResult
+import pytest
+from qrsup.agents.affected_specs import AffectedSpecs
+from qrsup.agents.decision import DEFAULT_NOISE, Decider
+from qrsup.agents.evaluation import Comparison, Evaluator, StageResult
 from qrsup.agents.incumbent import Incumbent
 from qrsup.agents.recorder import Recorder
 from qrsup.agents.session import AgentSpec, load_session
@@ -71,3 +74,61 @@ def test_a_challenger_failing_its_re_timing_is_rejected_and_the_beam_keeps_its_h
         assert store.incumbent_id() == "c-incumbent"
     finally:
         store.close()
+
+
+def test_a_change_confined_to_some_specs_is_re_timed_on_those_alone(tmp_path: Path) -> None:
+    """The other specs run identical kernels: timing them would add noise and no signal. The
+    gain and noise recorded are the suite's, from the re-timed specs' and their share."""
+    paths = make_session(tmp_path, (AgentSpec("a1"),), auto_promote=True)
+    session = load_session(paths)
+    store = Store(paths.store)
+    try:
+        incumbent_source = (CANDIDATES / "torch_geqrf.py").read_text()
+        challenger_source = incumbent_source + "\n# one knob of the second spec's class\n"
+        stored(store, "c-incumbent", incumbent_source, 1e9, {0: 1e9, 1: 1e9})
+        store.add_promotion("c-incumbent", None, 1e9, None, {}, "bootstrap")
+        stored(store, "c-focused", challenger_source, 1e6, {0: 1e6, 1: 1e6})
+        paths.ensure("a1")
+        (paths.work("a1") / "c-focused.py").write_text(challenger_source)
+        full_report = JudgeReport.from_dict(
+            {"verdict": "pass", "reason": "", "candidate": "c-focused.py", "source_sha256": "",
+             "suite": "tiny-loop", "mode": "bench", "seed": None, "geomean_ns": 1e6}
+        )  # fmt: skip
+        full = StageResult("full", full_report, {0: 1e6, 1: 1e6})
+        evaluator = Evaluator(get_suite(session.suite), "cpu", "quick")
+        recorder = Recorder(paths, store, session.workspace, "a1", "exploit")
+        asked = []
+
+        def differ(candidate: Candidate, reference: Candidate) -> AffectedSpecs:
+            asked.append((candidate.id, reference.id))
+            return AffectedSpecs(tests=(), benchmarks=(1,))
+
+        decider = Decider(
+            paths, session, store, evaluator, recorder, lambda _: lambda _: None, differ
+        )
+        decided = decider.decide(
+            store.candidate("c-focused"), full, Incumbent.load(store), "exploit", 1
+        )
+    finally:
+        store.close()
+    assert asked == [("c-focused", "c-incumbent")]
+    events = [json.loads(line) for line in paths.events("a1").read_text().splitlines()]
+    (noise,) = [e for e in events if e.get("event") == "noise"]
+    assert (noise["specs"], noise["share"]) == ([1], 0.5)
+    assert len(noise["incumbent_ns"]) == len(noise["challenger_ns"]) == 2
+    assert noise["noise"] == pytest.approx((1 + noise["specs_noise"]) ** 0.5 - 1)
+    # Identical kernels: mostly within the noise, now and then a promotion; either way, said so.
+    assert "(re-timed on specs 1: " in decided.reason, decided.reason
+    assert decider.noise == DEFAULT_NOISE  # a focused re-timing teaches no whole-suite noise
+
+
+def test_the_suite_level_figures_follow_from_the_re_timed_share():
+    whole = Comparison([1e6, 1e6], [0.9e6, 0.9e6], 0.1, 0.01)
+    assert (whole.suite_gain, whole.suite_noise) == pytest.approx((0.1, 0.01))
+    assert whole.describe("beyond") == "gain 10.0% beyond noise 1.0%"
+    focused = Comparison([1e6, 1e6], [0.84e6, 0.84e6], 0.16, 0.04, (0,), 1 / 12)
+    assert focused.significant
+    assert focused.suite_gain == pytest.approx(1 - 0.84 ** (1 / 12))  # 1.4%
+    assert focused.describe("beyond") == (
+        "gain 1.4% beyond noise 0.3% (re-timed on specs 0: 16.0% against 4.0%)"
+    )

@@ -4,6 +4,7 @@ confirms again (TUI) or forces it (`--force`)."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import git
@@ -19,7 +20,7 @@ from qrsup.kernels.schema import Candidate, Decision, Iteration, Verdict
 from qrsup.supervisor.app import SupervisorApp
 from qrsup.supervisor.cli import main
 from qrsup.supervisor.fleet import Fleet
-from qrsup.supervisor.promotion_evidence import read_evidence
+from qrsup.supervisor.promotion_evidence import noise_band, read_evidence
 from qrsup.supervisor.widgets.choice_dialog import ChoiceDialog
 from qrsup.supervisor.widgets.leaderboard import Leaderboard
 
@@ -175,3 +176,17 @@ async def test_the_tui_shows_the_evidence_and_asks_again_when_the_revalidation_i
     repo = git.Repo(paths.root.parents[1])
     assert repo.head.commit.hexsha != seed_sha
     assert revalidations(paths) == 1  # the confirmed run was committed, not re-run
+
+
+def test_a_focused_re_timing_gives_its_own_candidate_a_band_and_no_other(tmp_path):
+    """Its noise is scaled to the share of specs it re-timed: right for its own suite-level
+    gain, too small a band for another candidate's whole-suite comparison."""
+    events = tmp_path / "events.jsonl"
+    lines = [
+        {"event": "noise", "time": "2026-12-01T01:00:00", "candidate_id": "c-a", "noise": 0.02},
+        {"event": "noise", "time": "2026-12-01T02:00:00", "candidate_id": "c-b", "noise": 0.001,
+         "share": 1 / 12},
+    ]  # fmt: skip
+    events.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert noise_band([events], "c-b") == (0.001, "measured in its interleaved re-timing")
+    assert noise_band([events], "c-c") == (0.02, "the session's latest re-timing, of c-a")
