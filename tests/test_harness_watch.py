@@ -48,6 +48,17 @@ def test_hooks_into_every_call_are_named():
     assert watch.changes() == []
 
 
+def test_a_default_device_is_not_a_hook():
+    watch = HarnessWatch([generators])
+    torch.set_default_device("cpu")
+    try:
+        assert watch.changes() == []
+        with TorchFunctionMode():
+            assert watch.changes() == ["installed a torch function mode"]
+    finally:
+        torch.set_default_device(None)
+
+
 def test_a_guarded_preparation_that_changes_nothing_says_nothing_and_one_that_hooks_is_named():
     watch = HarnessWatch([generators])
     made: list[int] = []

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable
 from types import ModuleType
 
 import torch
+from torch.utils._device import DeviceContext
 
 MONITORING_TOOLS = range(6)  # sys.monitoring's tool ids (Python 3.12+)
 
@@ -55,6 +56,13 @@ def _name(module: ModuleType) -> str:
     return spec.name if spec is not None else module.__name__
 
 
+def _function_modes() -> int:
+    """Torch function modes on the stack, but for the one `torch.set_default_device` installs
+    (an honest candidate may call it; the generator names its device)."""
+    modes = torch.overrides._get_current_function_mode_stack()
+    return sum(type(mode) is not DeviceContext for mode in modes)
+
+
 def _hooks() -> dict[str, object]:
     """The interpreter's and torch's hooks into every call, as they are now."""
     monitoring = getattr(sys, "monitoring", None)
@@ -65,7 +73,7 @@ def _hooks() -> dict[str, object]:
         "a trace function for threads (threading.settrace)": threading.gettrace(),
         "a profile function for threads (threading.setprofile)": threading.getprofile(),
         "a sys.monitoring tool": tools,
-        "a torch function mode": torch._C._len_torch_function_stack(),
+        "a torch function mode": _function_modes(),
         "a torch dispatch mode": torch._C._len_torch_dispatch_stack(),
         "a garbage-collector callback": tuple(gc.callbacks),
     }
