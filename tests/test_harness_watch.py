@@ -8,6 +8,7 @@ import gc
 import subprocess
 import sys
 import textwrap
+import types
 
 import torch
 from qrsup.kernels import generators
@@ -18,6 +19,15 @@ from torch.overrides import TorchFunctionMode
 def test_the_watch_covers_the_torch_functions_the_generator_calls():
     assert {"randn", "randperm", "triu", "Generator"} <= torch_names(generators)
     assert "manual_seed" not in torch_names(generators)  # a method of its generator objects
+
+
+def test_a_module_without_source_still_has_its_own_functions_watched(monkeypatch):
+    shipped_bare = types.ModuleType("shipped_bare")
+    exec("def make():\n    return 1\n", shipped_bare.__dict__)
+    assert torch_names(shipped_bare) == set()
+    watch = HarnessWatch([shipped_bare])
+    monkeypatch.setattr(shipped_bare, "make", lambda: 2)
+    assert watch.changes() == ["replaced shipped_bare.make"]
 
 
 def test_a_replaced_function_or_method_is_named(monkeypatch):

@@ -41,8 +41,12 @@ def torch_names(module: ModuleType) -> set[str]:
     """The `torch.X` and `torch.linalg.X` names a module's source calls, as `X`. (Torch rebinds
     a few of its own functions when a candidate first compiles with it, torch.manual_seed among
     them: only the ones the harness calls are watched.)"""
+    try:
+        source = inspect.getsource(module)
+    except (OSError, TypeError):  # no source shipped: its own functions are still watched
+        return set()
     found = set()
-    for node in ast.walk(ast.parse(inspect.getsource(module))):
+    for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Attribute):
             owner = ast.unparse(node.value)
             if owner in ("torch", "torch.linalg"):
