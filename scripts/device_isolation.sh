@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Device steps for the judge's boundary (issue 17): its start-up cost, the shipped kernel benched
 # with the boundary on (with torch.geqrf) and off in the same call, the GPU tests, the isolation
-# and cheater tests, and a profile. Usage: device_isolation.sh OUT [STEP...] (carry .whl:
+# and cheater tests, a profile, and where an export's time goes (export_cycle, not in the default). Usage: device_isolation.sh OUT [STEP...] (carry .whl:
 # scripts/fetch_device_wheels.sh); PYTEST_K picks GPU tests by -k expression; with no STEP, all of: bench_on bench_off cost pytest_gpu
 # pytest_isolation profile. Set CUDA_VISIBLE_DEVICES to keep the steps on one GPU.
 set -uo pipefail
@@ -22,6 +22,9 @@ run_step() {
     pytest_isolation) step pytest_isolation 240 python -m pytest -q tests/test_judge_isolation.py \
       tests/test_judge_cheaters.py tests/test_triton_cache.py -p no:cacheprovider ;;
     profile) step profile 90 "${qrsup[@]}" profile $fast --spec 3 ;;
+    export_cycle)  # where an export's time goes (issue 14): 640x512 and 60x1024, disk and tmpfs
+      step export_cycle 150 bash -c 'for s in 640x512 60x1024; do
+        python scripts/measure_export_cycle.py --spec $s --dirs "${TMPDIR:-/tmp}" /dev/shm; done' ;;
     *) echo "unknown step: $1" >&2; exit 2 ;;
   esac
 }
