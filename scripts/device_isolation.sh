@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Device steps for the judge's boundary (issue 17): its start-up cost, the shipped kernel benched
 # with the boundary on (with torch.geqrf) and off in the same call, the GPU tests, the isolation
-# and cheater tests, a profile, and where an export's time goes (export_cycle, not in the default). Usage: device_isolation.sh OUT [STEP...] (carry .whl:
-# scripts/fetch_device_wheels.sh); PYTEST_K picks GPU tests by -k expression; with no STEP, all of: bench_on bench_off cost pytest_gpu
-# pytest_isolation profile. Set CUDA_VISIBLE_DEVICES to keep the steps on one GPU.
+# and cheater tests, a profile, and where an export's time goes (export_cycle, issue 14).
+# Usage: device_isolation.sh OUT [STEP...] (carry .whl: scripts/fetch_device_wheels.sh). With no
+# STEP, all of: bench_on bench_off cost pytest_gpu pytest_isolation profile. PYTEST_K picks GPU
+# tests by -k expression. Set CUDA_VISIBLE_DEVICES to keep the steps on one GPU.
 set -uo pipefail
 out=${1:?output directory}
 shift
