@@ -6,15 +6,16 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from qrsup.agents.affected_specs import AffectedSpecs
-from qrsup.agents.decision import DEFAULT_NOISE, Decider
+from qrsup.agents.decision import DEFAULT_NOISE, Decided, Decider, Focus
 from qrsup.agents.evaluation import Comparison, Evaluator, StageResult
 from qrsup.agents.incumbent import Incumbent
 from qrsup.agents.recorder import Recorder
-from qrsup.agents.session import AgentSpec, load_session
+from qrsup.agents.session import AgentSpec, RunPaths, load_session
 from qrsup.agents.store import Store
 from qrsup.agents.tuner import source_hash
 from qrsup.kernels.judge.report import JudgeReport
@@ -42,9 +43,20 @@ def stored(store: Store, cid: str, source: str, geomean_ns: float, means: dict[i
     store.add_evaluation(cid, "a1", 0, "full", report, means)
 
 
-def test_a_challenger_failing_its_re_timing_is_rejected_and_the_beam_keeps_its_holder(
-    tmp_path: Path,
-) -> None:
+@dataclass(frozen=True)
+class Outcome:
+    paths: RunPaths
+    decider: Decider
+    decided: Decided
+    beam: dict
+    incumbent_id: str | None
+
+
+def decide_against_the_incumbent(
+    tmp_path: Path, cid: str, source: str, focus: Focus | None = None
+) -> Outcome:
+    """A challenger whose stages were a thousand times faster than the `torch.geqrf` incumbent,
+    so that it contends, decided as an exploit with real re-timing runs on the CPU."""
     paths = make_session(tmp_path, (AgentSpec("a1"),), auto_promote=True)
     session = load_session(paths)
     store = Store(paths.store)
@@ -52,74 +64,59 @@ def test_a_challenger_failing_its_re_timing_is_rejected_and_the_beam_keeps_its_h
         incumbent_source = (CANDIDATES / "torch_geqrf.py").read_text()
         stored(store, "c-incumbent", incumbent_source, 1e9, {0: 1e9, 1: 1e9})
         store.add_promotion("c-incumbent", None, 1e9, None, {}, "bootstrap")
-        stored(store, "c-wrong", WRONG, 1e6, {0: 1e6, 1: 1e6})
+        stored(store, cid, source, 1e6, {0: 1e6, 1: 1e6})
         paths.ensure("a1")
-        (paths.work("a1") / "c-wrong.py").write_text(WRONG)
+        (paths.work("a1") / f"{cid}.py").write_text(source)
         full_report = JudgeReport.from_dict(
-            {"verdict": "pass", "reason": "", "candidate": "c-wrong.py", "source_sha256": "",
+            {"verdict": "pass", "reason": "", "candidate": f"{cid}.py", "source_sha256": "",
              "suite": "tiny-loop", "mode": "bench", "seed": None, "geomean_ns": 1e6}
         )  # fmt: skip
         full = StageResult("full", full_report, {0: 1e6, 1: 1e6})
         evaluator = Evaluator(get_suite(session.suite), "cpu", "quick")
         recorder = Recorder(paths, store, session.workspace, "a1", "exploit")
-        decider = Decider(paths, session, store, evaluator, recorder, lambda _: lambda _: None)
-
-        decided = decider.decide(
-            store.candidate("c-wrong"), full, Incumbent.load(store), "exploit", 1
+        decider = Decider(
+            paths, session, store, evaluator, recorder, lambda _: lambda _: None, focus
         )
-        assert decided.decision == "rejected", decided.reason
-        assert decided.verdict == "fail"
-        assert decided.reason.startswith("its re-timing run failed: ")
-        assert store.beam() == {}
-        assert store.incumbent_id() == "c-incumbent"
+        decided = decider.decide(store.candidate(cid), full, Incumbent.load(store), "exploit", 1)
+        return Outcome(paths, decider, decided, store.beam(), store.incumbent_id())
     finally:
         store.close()
+
+
+def test_a_challenger_failing_its_re_timing_is_rejected_and_the_beam_keeps_its_holder(
+    tmp_path: Path,
+) -> None:
+    outcome = decide_against_the_incumbent(tmp_path, "c-wrong", WRONG)
+    decided = outcome.decided
+    assert decided.decision == "rejected", decided.reason
+    assert decided.verdict == "fail"
+    assert decided.reason.startswith("its re-timing run failed: ")
+    assert outcome.beam == {}
+    assert outcome.incumbent_id == "c-incumbent"
 
 
 def test_a_change_confined_to_some_specs_is_re_timed_on_those_alone(tmp_path: Path) -> None:
     """The other specs run identical kernels: timing them would add noise and no signal. The
     gain and noise recorded are the suite's, from the re-timed specs' and their share."""
-    paths = make_session(tmp_path, (AgentSpec("a1"),), auto_promote=True)
-    session = load_session(paths)
-    store = Store(paths.store)
-    try:
-        incumbent_source = (CANDIDATES / "torch_geqrf.py").read_text()
-        challenger_source = incumbent_source + "\n# one knob of the second spec's class\n"
-        stored(store, "c-incumbent", incumbent_source, 1e9, {0: 1e9, 1: 1e9})
-        store.add_promotion("c-incumbent", None, 1e9, None, {}, "bootstrap")
-        stored(store, "c-focused", challenger_source, 1e6, {0: 1e6, 1: 1e6})
-        paths.ensure("a1")
-        (paths.work("a1") / "c-focused.py").write_text(challenger_source)
-        full_report = JudgeReport.from_dict(
-            {"verdict": "pass", "reason": "", "candidate": "c-focused.py", "source_sha256": "",
-             "suite": "tiny-loop", "mode": "bench", "seed": None, "geomean_ns": 1e6}
-        )  # fmt: skip
-        full = StageResult("full", full_report, {0: 1e6, 1: 1e6})
-        evaluator = Evaluator(get_suite(session.suite), "cpu", "quick")
-        recorder = Recorder(paths, store, session.workspace, "a1", "exploit")
-        asked = []
+    source = (
+        CANDIDATES / "torch_geqrf.py"
+    ).read_text() + "\n# one knob of the second spec's class\n"
+    asked = []
 
-        def differ(candidate: Candidate, reference: Candidate) -> AffectedSpecs:
-            asked.append((candidate.id, reference.id))
-            return AffectedSpecs(tests=(), benchmarks=(1,))
+    def differ(candidate: Candidate, reference: Candidate) -> AffectedSpecs:
+        asked.append((candidate.id, reference.id))
+        return AffectedSpecs(tests=(), benchmarks=(1,))
 
-        decider = Decider(
-            paths, session, store, evaluator, recorder, lambda _: lambda _: None, differ
-        )
-        decided = decider.decide(
-            store.candidate("c-focused"), full, Incumbent.load(store), "exploit", 1
-        )
-    finally:
-        store.close()
+    outcome = decide_against_the_incumbent(tmp_path, "c-focused", source, differ)
     assert asked == [("c-focused", "c-incumbent")]
-    events = [json.loads(line) for line in paths.events("a1").read_text().splitlines()]
+    events = [json.loads(line) for line in outcome.paths.events("a1").read_text().splitlines()]
     (noise,) = [e for e in events if e.get("event") == "noise"]
     assert (noise["specs"], noise["share"]) == ([1], 0.5)
     assert len(noise["incumbent_ns"]) == len(noise["challenger_ns"]) == 2
     assert noise["noise"] == pytest.approx((1 + noise["specs_noise"]) ** 0.5 - 1)
     # Identical kernels: mostly within the noise, now and then a promotion; either way, said so.
-    assert "(re-timed on specs 1: " in decided.reason, decided.reason
-    assert decider.noise == DEFAULT_NOISE  # a focused re-timing teaches no whole-suite noise
+    assert "(re-timed on specs 1: " in outcome.decided.reason, outcome.decided.reason
+    assert outcome.decider.noise == DEFAULT_NOISE  # a focused re-timing teaches no suite noise
 
 
 def test_the_suite_level_figures_follow_from_the_re_timed_share():
