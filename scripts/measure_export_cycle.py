@@ -29,6 +29,7 @@ from pathlib import Path
 import torch
 from qrsup.kernels.checker import check_factors
 from qrsup.kernels.fast.geqrf import geqrf
+from qrsup.kernels.fast.precompile import parse_shape
 from qrsup.kernels.generators import generate_input
 from qrsup.kernels.suites import Spec
 
@@ -91,16 +92,16 @@ def one_round(spec: Spec, device: torch.device, folder: Path) -> dict[str, float
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--spec", default="640x512", help="BATCHxN")
+    parser.add_argument("--spec", type=parse_shape, default="640x512", help="BATCHxN")
     parser.add_argument("--case", default="dense")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--dirs", nargs="+", type=Path, default=[Path(tempfile.gettempdir())])
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
-    batch, n = (int(x) for x in args.spec.lower().split("x"))
+    batch, n = args.spec
     spec = Spec(batch, n, 2, args.case, 1029)
     device = torch.device(args.device)
-    print(f"{args.spec} {args.case} on {device}: {batch * n * (n + 1) * 4 / 2**20:.0f} MiB")
+    print(f"{batch}x{n} {args.case} on {device}: {batch * n * (n + 1) * 4 / 2**20:.0f} MiB")
     for folder in args.dirs:
         rounds = [one_round(spec, device, folder) for _ in range(args.rounds)]
         line = ", ".join(
