@@ -28,6 +28,7 @@ from pathlib import Path
 from qrsup.agents.precompile import Precompiler
 from qrsup.agents.spaces import FastKernelSpace
 from qrsup.kernels.fast.config import DEFAULT_CONFIGS
+from qrsup.kernels.fast.precompile import parse_shape
 from qrsup.kernels.judge.runner import JudgeConfig, evaluate
 from qrsup.kernels.judge.sandbox import IsolationSettings
 from qrsup.kernels.schema import Candidate
@@ -87,14 +88,18 @@ def metadata_difference(ours: Path, theirs: Path) -> dict[str, object]:
     return {k: (a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)}
 
 
-def run(root: Path, isolation: str, source: str, specs_text: str, workers: int) -> None:
+def run(
+    root: Path, isolation: str, source: str, shapes: list[tuple[int, int]], workers: int
+) -> None:
     cache, work = root / "triton", root / "work"
     work.mkdir(exist_ok=True)
     path = root / "candidate.py"
     path.write_text(source)
     suite = get_suite("qr_v2")
-    tests = tuple(s for s in suite.tests if f"{s.batch}x{s.n}" in specs_text)
-    benchmarks = tuple(s for s in suite.benchmarks if f"{s.batch}x{s.n}" in specs_text)
+    tests = tuple(s for s in suite.tests if (s.batch, s.n) in shapes)
+    benchmarks = tuple(s for s in suite.benchmarks if (s.batch, s.n) in shapes)
+    if not tests + benchmarks:
+        raise SystemExit(f"no qr_v2 spec has one of the shapes {shapes}")
     subset = type(suite)(name="hits", tests=tests, benchmarks=benchmarks)
     precompiler = Precompiler.for_device("cuda:0", cache, work)
     if precompiler is None:
@@ -137,7 +142,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--isolation", nargs="+", default=["auto", "off"])
     parser.add_argument("--knob", default="medium.update_block_n=32")
-    parser.add_argument("--specs", default="640x512 16x512", help="shapes, BATCHxN, spaced")
+    parser.add_argument(
+        "--specs", nargs="+", type=parse_shape, default=[(640, 512), (16, 512)], help="BATCHxN"
+    )
     parser.add_argument("--profile-first-call", action="store_true")
     parser.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) // 2))
     args = parser.parse_args()
