@@ -13,7 +13,6 @@ import types
 import torch
 from qrsup.kernels import generators
 from qrsup.kernels.judge.harness_watch import HarnessWatch, torch_names
-from qrsup.kernels.judge.sleeping_drain import SleepingDrain
 from torch.overrides import TorchFunctionMode
 
 
@@ -29,14 +28,6 @@ def test_a_module_without_source_still_has_its_own_functions_watched(monkeypatch
     watch = HarnessWatch([shipped_bare])
     monkeypatch.setattr(shipped_bare, "make", lambda: 2)
     assert watch.changes() == ["replaced shipped_bare.make"]
-
-
-def test_an_objects_callables_are_watched_like_a_modules():
-    """The contestant watches its clock and its drain, whose calls end every timed window."""
-    drain = SleepingDrain(lambda: None)
-    watch = HarnessWatch([drain])
-    drain._synchronize = lambda: None  # a drain that no longer waits for the device
-    assert watch.changes() == ["replaced SleepingDrain object._synchronize"]
 
 
 def test_a_replaced_function_or_method_is_named(monkeypatch):

@@ -27,10 +27,8 @@ from pathlib import Path
 import torch
 from qrsup.kernels import generators
 from qrsup.kernels.generators import generate_input
-from qrsup.kernels.judge import sleeping_drain
 from qrsup.kernels.judge.harness_watch import HarnessWatch
 from qrsup.kernels.judge.protocol import LineReader, decode, encode, write_all
-from qrsup.kernels.judge.sleeping_drain import SleepingDrain
 from qrsup.kernels.profiling.trace import CALL_RANGE
 from qrsup.kernels.suites import Spec
 from qrsup.kernels.timing import L2_FLUSH_BYTES
@@ -53,19 +51,10 @@ Kernel = Callable[[torch.Tensor], object]
 
 
 class DeviceClock:
-    """Times a window on the device: CUDA events, or a monotonic clock after synchronising. On
-    a GPU the window ends with a drain that sleeps (`sleeping_drain`), whose wait for work hidden
-    on other queues the referee can tell from a busy host's."""
+    """Times a window on the device: CUDA events, or a monotonic clock after synchronising."""
 
     def __init__(self, device: torch.device) -> None:
         self._cuda = device.type == "cuda"
-        if self._cuda:
-            _cuda_synchronize()  # makes the device's context current here, for the drain
-        self.drain = SleepingDrain(_cuda_synchronize) if self._cuda else None
-
-    @property
-    def drain_sleeps(self) -> bool:
-        return self.drain is not None and self.drain.sleeps
 
     def synchronize(self) -> None:
         if self._cuda:
@@ -82,7 +71,7 @@ class DeviceClock:
         _event_record(start_event)
         body()
         _event_record(end_event)
-        self.drain()  # type: ignore[misc]
+        _cuda_synchronize()
         return int(_event_elapsed_ms(start_event, end_event) * 1e6)
 
 
@@ -101,8 +90,7 @@ class Contestant:
         self.export_fd, self.trace_fd, self.source_fd = export_fd, trace_fd, source_fd
         self.clock = DeviceClock(device)
         # Before any candidate code exists here: the tools that prepare its inputs, as they are.
-        harness = [sys.modules[__name__], generators, sleeping_drain, self.clock, self.clock.drain]
-        self.watch = HarnessWatch(space for space in harness if space is not None)
+        self.watch = HarnessWatch([sys.modules[__name__], generators])
         self.kernel: Kernel | None = None
         self.originals: list[torch.Tensor] = []
         self.inputs: list[torch.Tensor] = []
@@ -114,9 +102,7 @@ class Contestant:
         )
 
     def hello(self, _: dict) -> dict:
-        """Answered before any candidate code exists here, so the referee may believe it."""
-        drain = "sleeps" if self.clock.drain_sleeps else "spins"
-        return {"ok": True, "pid": os.getpid(), "device": str(self.device), "drain": drain}
+        return {"ok": True, "pid": os.getpid(), "device": str(self.device)}
 
     def load(self, message: dict) -> dict:
         """Copy the candidate's source from SOURCE_FD to where the referee says, then import it."""

@@ -54,12 +54,10 @@ def torch_names(module: ModuleType) -> set[str]:
     return found
 
 
-def _name(space: object) -> str:
-    """A module's import name, also when it runs as `__main__` (`python -m`); an object's class."""
-    if not isinstance(space, ModuleType):
-        return f"{type(space).__qualname__} object"
-    spec = getattr(space, "__spec__", None)
-    return spec.name if spec is not None else space.__name__
+def _name(module: ModuleType) -> str:
+    """The module's import name, also when it runs as `__main__` (`python -m`)."""
+    spec = getattr(module, "__spec__", None)
+    return spec.name if spec is not None else module.__name__
 
 
 def _function_modes() -> int:
@@ -88,13 +86,13 @@ def _hooks() -> dict[str, object]:
 class HarnessWatch:
     """The harness's tools as they were before the candidate loaded."""
 
-    def __init__(self, spaces: Iterable[object]) -> None:
-        """Watch every callable of `spaces` (the harness's modules and objects), the torch
-        functions the modules' source calls, and every tensor method: the class's own dictionary
-        only grows when code patches a method of its C base."""
-        spaces = list(spaces)
-        used = set().union(*(torch_names(m) for m in spaces if isinstance(m, ModuleType)))
-        self._names = {_name(m): (m, _callables(m)) for m in spaces}
+    def __init__(self, modules: Iterable[ModuleType]) -> None:
+        """Watch every callable of `modules` (the harness's own), the torch functions their
+        source calls, and every tensor method: the class's own dictionary only grows when code
+        patches a method of its C base."""
+        modules = list(modules)
+        used = set().union(*(torch_names(m) for m in modules))
+        self._names = {_name(m): (m, _callables(m)) for m in modules}
         self._names["torch"] = (torch, _callables(torch, used))
         self._names["torch.linalg"] = (torch.linalg, _callables(torch.linalg, used))
         self._tensor_methods = _callables(torch.Tensor)

@@ -17,12 +17,11 @@ small baseline, not against a whole cycle whose input generation dwarfs it.
 A busy host stretches every cycle without any hidden work: each message between referee and
 contestant wakes a process that then waits for a CPU. On a GPU the kernel's count of that wait
 (schedstat's run delay) for the referee's thread and the contestant's main thread is taken out of
-the cycle before the comparison. The contestant's wait inside its timed window counts only when the
-window's drain sleeps (`sleeping_drain`): a spinning drain stays runnable while hidden device work
-finishes, and would pass that work off as the host's toll. No wait is excused in a cycle where the
-contestant's other threads ran outside the window, since a contestant could starve its own main
-thread (and the referee) to pass hidden work off as a busy host. On the CPU the harness itself is
-multi-threaded, so nothing is excused there.
+the cycle before the comparison. Only the contestant's wait outside its timed window counts, so
+a kernel whose hidden device work keeps it waiting inside the window gains nothing; and no wait
+is excused in a cycle where the contestant's other threads ran outside the window, since a
+contestant could starve its own main thread (and the referee) to pass hidden work off as a busy
+host. On the CPU the harness itself is multi-threaded, so nothing is excused there.
 """
 
 from __future__ import annotations

@@ -121,7 +121,6 @@ class Referee:
         self.random = secrets.SystemRandom()
         self.phases: dict[str, float] = {}
         self.go_overhead_ns = 0.0
-        self.drain_sleeps = False  # whether the contestant's window ends in a sleeping drain
         self.baselines: dict[Spec, CycleBaseline] = {}
         self.dead: ContestantFailure | None = None
         self.contestant = contestant
@@ -211,8 +210,7 @@ class Referee:
 
     def _calibrate(self, benchmarks: list[Spec]) -> None:
         """Harness costs, measured before any candidate code exists in the contestant."""
-        hello, _ = self._ask({"op": "hello"}, "load", "start")
-        self.drain_sleeps = hello.get("drain") == "sleeps"
+        self._ask({"op": "hello"}, "load", "start")
         settled = [
             self._cycle(CALIBRATION_SPEC, [1, 2], lambda _: False, calibrate=True)
             for _ in range(CALIBRATION_CYCLES)
@@ -304,10 +302,7 @@ class Referee:
         outside = before_go.since(start).plus(end.since(after_go))
         excused = self._excusable(outside, (wall_end - wall_start) - window)
         inside = after_go.since(before_go)
-        # The contestant's own wait in the window is the host's toll only if its drain slept:
-        # a spinning drain waits runnable for work hidden on other queues (sleeping_drain).
         window_excused = self._excusable(inside, window - claimed)
-        contestant_wait_in_window = inside.wait_ns if self.drain_sleeps else 0
         return Cycle(
             claimed_ns=float(claimed),
             window_ns=float(window),
@@ -315,9 +310,7 @@ class Referee:
             cpu_outside_ns=float(outside.cpu_ns),
             exported=exported,
             host_wait_ns=float(own_wait + outside.wait_ns) if excused else 0.0,
-            window_wait_ns=float(own_wait_in_window + contestant_wait_in_window)
-            if window_excused
-            else 0.0,
+            window_wait_ns=float(own_wait_in_window + inside.wait_ns) if window_excused else 0.0,
             prepare_ns=float(prepared_ns),
             inspect_ns=float(inspected_ns),
         )
