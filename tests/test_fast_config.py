@@ -14,6 +14,8 @@ from qrsup.kernels.fast.config import (
     parse_config,
 )
 from qrsup.kernels.fast.plan import (
+    SPLIT_SHARED_BYTES,
+    SPLIT_SHARED_BYTES_PER_ELEM,
     FusedOp,
     LookaheadOp,
     PanelOp,
@@ -197,6 +199,22 @@ def test_row_split_panels_take_every_panel_taller_than_a_slab(batch: int, n: int
         assert following.col == panel.col + panel.nb
     shipped = make_plan(batch, n, dataclasses.replace(shape, panel_split_rows=0))
     assert shipped is not None and shipped.q_elems == 0 and len(panels) < len(shipped.panels)
+
+
+def test_a_row_split_whose_join_would_overflow_shared_memory_is_not_planned() -> None:
+    """On an H200, huge.panel_split_rows = 32 at 1×4096 (128 slabs: a 2048×16 join tile) failed
+    at launch, asking for 394 240 bytes of shared memory; such panels stay one program's."""
+    shape = dataclasses.replace(
+        load_config(DEFAULT_CONFIGS).for_shape(1, 4096), panel_split_rows=32
+    )
+    plan = make_plan(1, 4096, shape)
+    assert plan is not None
+    split = [p for p in plan.panels if isinstance(p, SplitPanelOp)]
+    assert not isinstance(plan.panels[0], SplitPanelOp)
+    assert split, "shorter panels, with fewer slabs, are still split"
+    for panel in split:
+        tile = max(panel.slab_m, panel.stack_m) * panel.nb
+        assert tile * SPLIT_SHARED_BYTES_PER_ELEM <= SPLIT_SHARED_BYTES
 
 
 def test_negative_panel_split_rows_is_refused() -> None:

@@ -24,6 +24,11 @@ MIN_PANEL_WIDTH = 4
 MIN_BLOCK_M = 16
 MAX_WARPS = 16
 DOT_MIN = 16  # tl.dot needs every dimension ≥ 16
+# A row-split panel's slab and join programs stage their tl.dot operands in shared memory. On an
+# H200 a 2048×16 join tile asked Triton for 394 240 bytes (12 per element) against the 232 448 one
+# program may have, and the launch failed: tiles are kept within that.
+SPLIT_SHARED_BYTES = 232_448
+SPLIT_SHARED_BYTES_PER_ELEM = 12
 
 
 @dataclass(frozen=True)
@@ -261,12 +266,14 @@ def _panel_width(rows: int, shape: ShapeConfig) -> int | None:
 def _split_fits(rows: int, nb: int, shape: ShapeConfig) -> bool:
     """Whether a panel of nb columns over `rows` rows is split by rows: into two slabs at least,
     each no shorter than the panel is wide (so the first holds its top block), nb wide enough for
-    tl.dot, and the slab and join tiles within the panel register budget."""
+    tl.dot, and the slab and join tiles within the panel register budget and shared memory."""
     slab_rows = shape.panel_split_rows
     if not slab_rows or rows <= slab_rows or nb < DOT_MIN or slab_rows < nb:
         return False
     stack_m = next_pow2(-(-rows // slab_rows) * nb)
-    return max(next_pow2(slab_rows), stack_m) * nb <= shape.max_panel_elems
+    tile = max(next_pow2(slab_rows), stack_m) * nb
+    shared = tile * SPLIT_SHARED_BYTES_PER_ELEM
+    return tile <= shape.max_panel_elems and shared <= SPLIT_SHARED_BYTES
 
 
 def _split_width(rows: int, shape: ShapeConfig) -> int | None:
