@@ -28,7 +28,12 @@ def test_honest_candidate_passes_tests_and_benchmarks():
 def test_candidate_that_raises_is_an_error_with_its_traceback():
     report = judge(CHEATERS / "raises.py")
     assert report.verdict == "error"
-    assert "deliberate failure inside the candidate" in report.specs[0]["reason"]
+    first_line, trace = report.specs[0]["reason"].split("\n", 1)
+    # The first line is what logs and the leaderboard show: it names the exception.
+    assert first_line == (
+        "custom_kernel raised RuntimeError: deliberate failure inside the candidate:"
+    )
+    assert trace.startswith("Traceback (most recent call last):")
 
 
 def test_candidate_that_hangs_times_out_and_leaves_no_process():

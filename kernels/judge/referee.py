@@ -245,7 +245,7 @@ class Referee:
         reply, _ = self._ask(load, "load", "import")
         if reply.get("ok"):
             return ""
-        return f"importing the candidate failed:\n{reply.get('error', '')}"
+        return _raised("importing the candidate", str(reply.get("error", "")))
 
     def _fresh_seeds(self, count: int) -> list[int]:
         return [self.random.getrandbits(62) for _ in range(count)]
@@ -283,7 +283,7 @@ class Referee:
         if not reply.get("ok"):
             if outcome is not None:
                 status = "memory" if reply.get("kind") == "memory" else "error"
-                outcome.fail(status, f"custom_kernel raised:\n{reply.get('error', '')}")
+                outcome.fail(status, _raised("custom_kernel", str(reply.get("error", ""))))
             raise _Stop
         if outcome is not None:
             if outcome.calls == 0:
@@ -432,6 +432,13 @@ class Referee:
             del flat  # it maps the file: emptying the file under it would fault
             self._discard_export()
             outcome.check_s += time.monotonic() - start
+
+
+def _raised(what: str, trace: str) -> str:
+    """The exception on the first line, where logs and the leaderboard show it, then the trace.
+    (A trace's own first line is only "Traceback (most recent call last):".)"""
+    lines = [line.strip() for line in trace.splitlines() if line.strip()]
+    return f"{what} raised {lines[-1] if lines else 'an exception'}:\n{trace}"
 
 
 def _abort_check_due(cycles: int) -> bool:
