@@ -26,7 +26,9 @@ MAX_WARPS = 16
 DOT_MIN = 16  # tl.dot needs every dimension ≥ 16
 # A row-split panel's slab and join programs stage their tl.dot operands in shared memory. On an
 # H200 a 2048×16 join tile asked Triton for 394 240 bytes (12 per element) against the 232 448 one
-# program may have, and the launch failed: tiles are kept within that.
+# program may have, and the launch failed: tiles are kept within that. Compiled for sm_90 ahead of
+# time (aot.py, whose check covers the largest tile allowed), 1024×16 and 512×32 ask 197 632 and
+# 200 704 bytes.
 SPLIT_SHARED_BYTES = 232_448
 SPLIT_SHARED_BYTES_PER_ELEM = 12
 
