@@ -63,12 +63,20 @@ def make_session(
     return paths
 
 
+# Polls start fast (a process's death or a file's change is often a moment away) and back off
+# to the slowest interval, so a long wait does not spend the cores the agents need.
+FIRST_POLL_S = 0.02
+SLOWEST_POLL_S = 0.2
+
+
 def wait_for(condition: Callable[[], object], timeout_s: float, what: str) -> object:
     """Poll a condition until it is truthy; fail the test with `what` at the deadline."""
     deadline = time.monotonic() + timeout_s
+    pause = FIRST_POLL_S
     while time.monotonic() < deadline:
         value = condition()
         if value:
             return value
-        time.sleep(0.2)
+        time.sleep(pause)
+        pause = min(SLOWEST_POLL_S, pause * 1.5)
     raise AssertionError(f"timed out after {timeout_s:g} s waiting for {what}")
