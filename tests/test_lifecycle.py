@@ -32,7 +32,11 @@ def _session(tmp_path: Path) -> tuple[RunPaths, Fleet]:
 
 
 def _evaluating(paths: RunPaths, name: str) -> bool:
+    """Judging a candidate; an agent that crashed fails the wait at once, with its log, instead
+    of at the deadline minutes later."""
     beat = read_beat(paths.heartbeat(name))
+    if beat is not None and beat.state == "crashed":
+        raise AssertionError(f"{name} crashed:\n{paths.agent_log(name).read_text()[-4000:]}")
     return beat is not None and beat.state == "evaluating" and beat.iteration >= 1
 
 
