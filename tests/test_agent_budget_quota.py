@@ -80,7 +80,7 @@ def test_the_cost_budget_pauses_the_agent_and_a_raised_budget_resumes_it(tmp_pat
 
 def test_a_429_storm_is_waited_out_and_the_agent_resumes_by_itself(tmp_path, monkeypatch):
     monkeypatch.setenv(KEY_ENV, "sk-quota-test-0123456789")
-    storm = [ScriptedReply(status=429, headers=(("retry-after", "2"),))] * 3
+    storm = [ScriptedReply(status=429, headers=(("retry-after", "1"),))] * 3
     with FakeOpenAIServer(storm, default=NO_EDIT) as server:
         spec = AgentSpec(
             "m1", role="structural", proposer="openai", model=openai_agent(server),
