@@ -19,7 +19,7 @@ from qrsup.agents.incumbent import REPO_ROOT
 from qrsup.agents.judge_executor import session_executor
 from qrsup.agents.lifecycle import record_death
 from qrsup.agents.loop import ResearchAgent
-from qrsup.agents.precompile import Precompiler
+from qrsup.agents.precompile import Precompiler, device_arch
 from qrsup.agents.proposal import Proposer
 from qrsup.agents.proposers import CommandConfig, CommandProposer, ModelConfig, OpenAIProposer
 from qrsup.agents.records import AgentLog, append_event, replace_atomically
@@ -42,14 +42,17 @@ QRSUP_PACKAGES = tuple(
 )
 
 
-def build_proposer(spec: AgentSpec, session: SessionConfig, store: Store) -> Proposer:
-    """The agent's proposer; tuner samples come from this session's evaluated candidates."""
+def build_proposer(
+    spec: AgentSpec, session: SessionConfig, store: Store, arch: int | None = None
+) -> Proposer:
+    """The agent's proposer; tuner samples come from this session's evaluated candidates, and
+    it searches the configs of its GPU's architecture `arch`."""
     if spec.proposer == "openai":
         return OpenAIProposer(ModelConfig.from_mapping(spec.model))
     if spec.proposer == "command":
         protected = (session.workspace, *QRSUP_PACKAGES)
         return CommandProposer(CommandConfig(template=spec.command, read_only=protected))
-    space = space_for(spec.family, REPO_ROOT)
+    space = space_for(spec.family, REPO_ROOT, arch)
     suite = get_suite(session.suite)
 
     def history() -> list[Sample]:
@@ -124,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         if local and device.startswith("cuda") and precompiler is None:
             log("kernels are not compiled ahead: NVML cannot name this GPU's compute capability")
         evaluator = Evaluator.for_session(paths, session, device, cache, executor)
-        proposer = build_proposer(spec, session, store)
+        proposer = build_proposer(spec, session, store, device_arch(device))
         advisor = build_advisor(spec, session, paths)
         agent = ResearchAgent(
             paths,

@@ -15,6 +15,7 @@ from qrsup.agents.git_workspace import (
     open_repo,
     read_incumbent,
 )
+from qrsup.agents.precompile import device_arch
 from qrsup.agents.records import AgentLog
 from qrsup.agents.session import RunPaths, SessionConfig
 from qrsup.agents.spaces import space_for
@@ -109,7 +110,7 @@ def bootstrap_incumbent(
 
 def _register(session: SessionConfig, store: Store, device: str, log: AgentLog) -> None:
     family = default_family(device)
-    space = space_for(family, REPO_ROOT)
+    space = space_for(family, REPO_ROOT, device_arch(device))
     sha = None
     try:
         with open_repo(session.workspace) as repo:

@@ -127,13 +127,18 @@ def custom_kernel(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 @dataclass(frozen=True)
 class FastKernelSpace:
     """The shipped fast kernel's declared space, one class per `[[shape]]` of its configs; read,
-    validated and written by the kernel's own config code."""
+    validated and written by the kernel's own config code.
+
+    The tuner searches the table of its GPU's architecture (`arch`; None on the CPU, the file's
+    home table). Where the configs have none for it, the search starts from the nearest table and
+    every candidate carries its own table for this architecture beside the others."""
 
     configs_path: Path
     family: str = "fast"
+    arch: int | None = None
 
     def _config(self) -> Config:
-        return load_config(self.configs_path)
+        return load_config(self.configs_path).for_arch(self.arch)
 
     def choices(self) -> dict[str, tuple[object, ...]]:
         config = self._config()
@@ -143,7 +148,7 @@ class FastKernelSpace:
 
     def read(self, source: str) -> Point | None:
         config = embedded_config(source)
-        return _flatten_shapes(config) if config is not None else None
+        return _flatten_shapes(config.for_arch(self.arch)) if config is not None else None
 
     def render(self, point: Mapping[str, object]) -> str:
         config = self._config()
@@ -158,7 +163,7 @@ class FastKernelSpace:
             )
             for shape in config.shapes
         )
-        return FAST_TEMPLATE.format(config=dump_config(replace(config, shapes=shapes)))
+        return FAST_TEMPLATE.format(config=dump_config(config.with_table(self.arch, shapes)))
 
     def default_point(self) -> Point:
         return _flatten_shapes(self._config())
@@ -217,10 +222,11 @@ def _config_call(source: str, name: str) -> ast.Call | None:
 FAMILIES = ("blocked_wy", "recursive_wy", "fast")
 
 
-def space_for(family: str, repo_root: Path) -> ConfigSpace:
-    """The tuner's space for a family name."""
+def space_for(family: str, repo_root: Path, arch: int | None = None) -> ConfigSpace:
+    """The tuner's space for a family name; the fast kernel's for GPUs of compute capability
+    `arch` (None: the home table of its configs)."""
     if family in ("blocked_wy", "recursive_wy"):
         return BlockedWySpace(family)
     if family == "fast":
-        return FastKernelSpace(repo_root / "kernels" / "fast" / "configs.toml")
+        return FastKernelSpace(repo_root / "kernels" / "fast" / "configs.toml", arch=arch)
     raise ValueError(f"no config space for family {family!r} (one of {', '.join(FAMILIES)})")

@@ -54,7 +54,7 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
 def with_class(base: Config, name: str, knobs: dict[str, object]) -> Config:
     """`base` with the class called `name` changed by `knobs`."""
     shapes = tuple(dataclasses.replace(s, **knobs) if s.name == name else s for s in base.shapes)
-    return dataclasses.replace(base, shapes=shapes)
+    return base.with_table(base.arch, shapes)
 
 
 def check_suite(solver: FastGeqrf) -> list[dict]:

@@ -128,7 +128,7 @@ EXTRA_TESTS = tuple(
 def with_class(base: Config, name: str, knobs: dict[str, object]) -> Config:
     """`base` with the class called `name` changed by `knobs`."""
     shapes = tuple(dataclasses.replace(s, **knobs) if s.name == name else s for s in base.shapes)
-    return dataclasses.replace(base, shapes=shapes)
+    return base.with_table(base.arch, shapes)
 
 
 def class_specs(config: Config, name: str, specs: tuple[Spec, ...]) -> list[Spec]:

@@ -46,6 +46,67 @@ def test_env_var_points_the_loader_at_another_file(tmp_path: Path, monkeypatch) 
     assert config.for_shape(640, 512).name == "tuned"
 
 
+def _with_tables(**tables: int) -> dict:
+    """The shipped file plus, per `smNN=width`, a table for that architecture whose every class
+    has that panel width (a value each table can be told by)."""
+    raw = _shipped()
+    for key, width in tables.items():
+        raw[key] = {"shape": [{**row, "panel_width": width} for row in raw["shape"]]}
+    return raw
+
+
+def test_the_shipped_configs_are_sm90s_and_every_gpu_falls_back_to_them() -> None:
+    config = load_config(DEFAULT_CONFIGS)
+    assert config.home == 90 and set(config.tables) == {90}
+    for arch in (None, 80, 90, 100, 120):  # the CPU, an A100, an H200, a B200, a newer GPU
+        assert config.for_arch(arch).arch == 90
+        assert config.for_arch(arch).for_shape(640, 512) == config.for_shape(640, 512)
+
+
+def test_a_gpu_takes_its_own_table_else_the_nearest_the_lower_on_a_tie() -> None:
+    config = parse_config(_with_tables(sm100=64, sm120=8), Path("tables.toml"))
+    chosen = {arch: config.for_arch(arch).arch for arch in (None, 80, 90, 95, 100, 103, 130)}
+    assert chosen == {None: 90, 80: 90, 90: 90, 95: 90, 100: 100, 103: 100, 130: 120}
+    assert config.for_arch(100).for_shape(640, 512).panel_width == 64
+    assert config.for_arch(130).for_shape(640, 512).panel_width == 8
+
+
+def test_a_file_without_arch_serves_every_gpu_without_a_table_of_its_own() -> None:
+    raw = _with_tables(sm100=64)
+    del raw["arch"]
+    config = parse_config(raw, Path("generic.toml"))
+    assert config.home is None
+    assert config.for_arch(90).arch is None and config.for_arch(100).arch == 100
+
+
+def test_tables_round_trip_and_a_tuner_adds_its_gpus_table_beside_the_others() -> None:
+    config = parse_config(_with_tables(sm100=64), Path("tables.toml"))
+    assert parse_config(
+        tomllib.loads(dump_config(config)), Path("again.toml")
+    ) == dataclasses.replace(config, source=Path("again.toml"))
+    on_b300 = config.for_arch(103)  # no table of its own: the B200's is nearest
+    shapes = tuple(dataclasses.replace(s, panel_width=16) for s in on_b300.shapes)
+    written = parse_config(tomllib.loads(dump_config(on_b300.with_table(103, shapes))), Path("w"))
+    assert set(written.tables) == {90, 100, 103}
+    assert written.for_arch(103).for_shape(640, 512).panel_width == 16
+    assert written.for_arch(100).for_shape(640, 512).panel_width == 64
+    assert written.tables[90] == config.tables[90]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"arch": "sm90"}, "arch must be a compute capability"),
+        ({"sm90": {"shape": []}}, "sm90 is the file's own arch"),
+        ({"h200": {"shape": []}}, "unknown key 'h200'"),
+        ({"sm100": {"shape": []}}, "needs at least one"),
+    ],
+)
+def test_bad_architecture_tables_are_refused(change: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        parse_config({**_shipped(), **change}, Path("bad.toml"))
+
+
 def test_value_outside_the_declared_space_is_refused() -> None:
     raw = _shipped()
     raw["shape"][0]["panel_width"] = 24

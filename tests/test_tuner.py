@@ -6,7 +6,7 @@ import random
 from pathlib import Path
 
 from qrsup.agents.proposal import ParentCandidate, Proposal, ProposalContext, ProposalFailure
-from qrsup.agents.spaces import BlockedWySpace, FastKernelSpace
+from qrsup.agents.spaces import BlockedWySpace, FastKernelSpace, embedded_config
 from qrsup.agents.tuner import Sample, TunerProposer, source_hash
 from qrsup.kernels.suites import QR_V2, SMOKE
 
@@ -83,6 +83,21 @@ def test_mutations_focus_on_the_class_that_trails_most():
         changed = {k.split(".")[0] for k, v in outcome.params.items() if parent[k] != v}
         hits += bool(changed & classes)
     assert hits >= 25  # most mutations land on the large-n classes that trail
+
+
+def test_on_a_gpu_without_a_table_the_tuner_writes_one_and_leaves_sm90s_alone():
+    """A B200 searches from the H200's table (the nearest); each candidate carries a table of
+    its own for sm_100, which the B200 runs, while an H200 still runs the shipped one."""
+    shipped = FastKernelSpace(ROOT / "kernels/fast/configs.toml")
+    on_b200 = FastKernelSpace(ROOT / "kernels/fast/configs.toml", arch=100)
+    assert on_b200.default_point() == shipped.default_point()
+    point = {**on_b200.default_point(), "huge.panel_split_rows": 256}
+    source = on_b200.render(point)
+    assert on_b200.read(source) == point
+    assert shipped.read(source) == shipped.default_point()
+    tables = embedded_config(source).tables
+    assert set(tables) == {90, 100}
+    assert tables[100][-1].panel_split_rows == 256 and tables[90][-1].panel_split_rows == 0
 
 
 def test_fast_space_round_trips_its_config():

@@ -4,13 +4,19 @@ The kernel reads them from `configs.toml` beside this file, or from the file nam
 `QRSUP_FAST_CONFIGS` (or passed explicitly), so a tuner can search the space without editing code.
 The shipped file is package data, read through importlib.resources, so an exported submission
 (`qrsup export`) that carries the package in memory carries its configs too.
+
+Configs are keyed by GPU architecture. A file's top-level `[[shape]]` list is the table tuned on
+its top-level `arch` (90: an H100 or H200; no `arch` means any GPU), and `[[sm100.shape]]` lists
+add tables for other architectures. A GPU uses its own table or, failing that, the nearest known
+one: an unknown GPU runs correctly on configs tuned elsewhere, and a tuner there writes its own.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import tomllib
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from importlib.resources import files
 from importlib.resources.abc import Traversable
 from pathlib import Path
@@ -98,13 +104,40 @@ _BOUNDS = ("n_max", "batch_max")
 KNOBS = tuple(f.name for f in fields(ShapeConfig) if f.name not in ("name", *_BOUNDS))
 
 
+ARCH_TABLE = re.compile(r"sm(\d+)")
+Table = tuple[ShapeConfig, ...]
+
+
 @dataclass(frozen=True)
 class Config:
-    """The declared space (allowed values per knob) and the ordered shape classes."""
+    """The declared space (allowed values per knob) and, per architecture, ordered shape classes.
+
+    `home` is the architecture of the file's top-level table; `arch` names the table in use
+    (`shapes`, `for_shape`), the home one until `for_arch` picks another."""
 
     space: dict[str, tuple[object, ...]]
-    shapes: tuple[ShapeConfig, ...]
+    tables: dict[int | None, Table]
     source: Path
+    home: int | None = None
+    arch: int | None = None
+
+    @property
+    def shapes(self) -> Table:
+        return self.tables[self.arch]
+
+    def for_arch(self, arch: int | None) -> Config:
+        """The table for a GPU of compute capability `arch` (90 for sm_90); else a table for
+        any GPU (a file without `arch`); else the nearest known one, the lower on a tie."""
+        if arch in self.tables or arch is None or self.home is None:
+            return replace(self, arch=arch if arch in self.tables else self.home)
+        known = [key for key in self.tables if key is not None]
+        return replace(self, arch=min(known, key=lambda key: (abs(key - arch), key)))
+
+    def with_table(self, arch: int | None, shapes: Table) -> Config:
+        """`shapes` as the table for `arch` (the home one where None), then in use: how a tuner
+        on some GPU writes its choice, adding that GPU's table where it had none."""
+        key = self.home if arch is None else arch
+        return replace(self, tables={**self.tables, key: shapes}, arch=key)
 
     def for_shape(self, batch: int, n: int) -> ShapeConfig:
         """The first shape class that holds a batch × n × n input."""
@@ -126,28 +159,52 @@ def load_config(path: str | Path | Traversable | None = None) -> Config:
 
 
 def parse_config(raw: dict[str, object], source: Path) -> Config:
-    """Validate parsed TOML against the schema: every knob present and inside the space."""
+    """Validate parsed TOML against the schema: every knob present and inside the space, in
+    every architecture's table."""
     space = _parse_space(raw.get("space"), source)
-    rows = raw.get("shape")
+    home = raw.get("arch")
+    if home is not None and (type(home) is not int or home < 1):
+        raise ConfigError(f"{source}: arch must be a compute capability such as 90, got {home!r}")
+    tables = {home: _parse_table(raw.get("shape"), space, f"{source}: ", "[[shape]]")}
+    for key, value in raw.items():
+        if key in ("space", "shape", "arch"):
+            continue
+        match = ARCH_TABLE.fullmatch(key)
+        if match is None or not isinstance(value, dict) or set(value) != {"shape"}:
+            raise ConfigError(f"{source}: unknown key {key!r} (a table is [[smNN.shape]])")
+        arch = int(match[1])
+        if arch == home:
+            raise ConfigError(f"{source}: sm{arch} is the file's own arch: use [[shape]]")
+        tables[arch] = _parse_table(value["shape"], space, f"{source}: {key} ", f"[[{key}.shape]]")
+    return Config(space=space, tables=tables, source=source, home=home, arch=home)
+
+
+def _parse_table(
+    rows: object, space: dict[str, tuple[object, ...]], where: str, header: str
+) -> Table:
     if not isinstance(rows, list) or not rows:
-        raise ConfigError(f"{source}: needs at least one [[shape]] table")
-    shapes = tuple(_parse_shape(row, space, f"{source}: shape {i}") for i, row in enumerate(rows))
+        raise ConfigError(f"{where}needs at least one {header} table")
+    shapes = tuple(_parse_shape(row, space, f"{where}shape {i}") for i, row in enumerate(rows))
     last = shapes[-1]
     if last.n_max is not None or last.batch_max is not None:
-        raise ConfigError(f"{source}: the last shape class must leave out n_max and batch_max")
-    return Config(space=space, shapes=shapes, source=source)
+        raise ConfigError(f"{where}the last shape class must leave out n_max and batch_max")
+    return shapes
 
 
 def dump_config(config: Config) -> str:
     """TOML text that `parse_config` reads back as `config` (how a tuner writes its choice)."""
-    lines = ["[space]"]
+    lines = [] if config.home is None else [f"arch = {config.home}", ""]
+    lines += ["[space]"]
     lines += [
         f"{key} = [{', '.join(_toml(v) for v in values)}]" for key, values in config.space.items()
     ]
-    for shape in config.shapes:
-        lines += ["", "[[shape]]", f"name = {_toml(shape.name)}"]
-        lines += [f"{key} = {_toml(getattr(shape, key))}" for key in _BOUNDS if getattr(shape, key)]
-        lines += [f"{key} = {_toml(getattr(shape, key))}" for key in KNOBS]
+    others = sorted(key for key in config.tables if key != config.home)
+    for arch in [config.home, *others]:
+        header = "[[shape]]" if arch == config.home else f"[[sm{arch}.shape]]"
+        for shape in config.tables[arch]:
+            lines += ["", header, f"name = {_toml(shape.name)}"]
+            lines += [f"{k} = {_toml(getattr(shape, k))}" for k in _BOUNDS if getattr(shape, k)]
+            lines += [f"{key} = {_toml(getattr(shape, key))}" for key in KNOBS]
     return "\n".join(lines) + "\n"
 
 

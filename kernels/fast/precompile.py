@@ -148,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
         print("no compiled kernels to warm: run with TRITON_INTERPRET unset")
         return 2
     try:
-        config = load_config(args.configs)
+        config = load_config(args.configs).for_arch(args.arch)
     except (OSError, ValueError) as error:
         print(f"cannot read {args.configs}: {error}")
         return 2
