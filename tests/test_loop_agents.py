@@ -167,7 +167,13 @@ def _start_lapack_swapping_agent(tmp_path: Path, goal: str) -> tuple[RunPaths, F
     return paths, fleet
 
 
-def test_goal_met_agent_reports_and_idles(tmp_path):
+def test_goal_met_agent_idles_and_under_a_goal_out_of_reach_pauses_when_nothing_is_new(tmp_path):
+    """One agent, two goals (its start, bootstrap and first judge run serve both).
+
+    Met in one iteration, the goal is reported once and the agent idles until stopped. Started
+    again with a goal out of reach, it makes the same edit every time: from the kept candidate on
+    the edit changes nothing, and the fifth such proposal in a row pauses the agent instead of
+    letting it spin (a model's every try costs a call)."""
     paths, fleet = _start_lapack_swapping_agent(tmp_path, "geomean < 100s")
     try:
         wait_for(lambda: fleet.status("a1").state == "goal met", 120, "the goal to be met")
@@ -175,16 +181,8 @@ def test_goal_met_agent_reports_and_idles(tmp_path):
         assert len(met) == 1 and met[0]["goal"] == "geomean < 100s"
         fleet.stop("a1")
         assert fleet.wait_stopped(["a1"], 60) == []
-    finally:
-        fleet.kill("a1")  # a failed wait leaves no agent behind to slow every later test
-
-
-def test_a_proposer_that_gives_nothing_new_is_paused_until_resumed(tmp_path):
-    """The same edit every time: judged once; from the kept candidate on, the edit changes
-    nothing, and the fifth such proposal in a row pauses the agent instead of letting it spin
-    (a model's every try costs a call)."""
-    paths, fleet = _start_lapack_swapping_agent(tmp_path, "geomean < 1ns")
-    try:
+        fleet.send("a1", "goal", "geomean < 1ns")
+        fleet.start("a1")
         wait_for(lambda: fleet.status("a1").state == "paused", 120, "the agent to pause")
         records = [e for e in read_events(paths.events("a1")) if e.get("event") == "iteration"]
         assert records[0]["evaluated"] and records[-1]["decision"] == "paused"
@@ -193,4 +191,4 @@ def test_a_proposer_that_gives_nothing_new_is_paused_until_resumed(tmp_path):
         fleet.resume("a1")
         wait_for(lambda: fleet.status("a1").state != "paused", 30, "the agent to resume")
     finally:
-        fleet.kill("a1")
+        fleet.kill("a1")  # a failed wait leaves no agent behind to slow every later test

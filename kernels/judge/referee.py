@@ -17,7 +17,7 @@ import secrets
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import torch
 from qrsup.kernels.checker import check_factors
@@ -35,6 +35,7 @@ from qrsup.kernels.judge.integrity import (
     spec_baseline,
     spread_ns,
     stretch_by_phase,
+    window_wait_cap,
 )
 from qrsup.kernels.judge.outcome import SpecOutcome, assemble_report
 from qrsup.kernels.judge.processes import schedstat
@@ -220,6 +221,7 @@ class Referee:
         jitter = spread_ns([c.harness_ns for c in settled])
         window_jitter = spread_ns(overheads)
         export_ns: dict[tuple[int, int, int], float] = {}  # by the outputs' shape and count
+        calibration = list(settled)
         for spec in benchmarks:
             count = inputs_per_repetition(spec, self.rule)
             plain = [
@@ -236,6 +238,12 @@ class Referee:
                     self._discard_export()
                 export_ns[outputs] = export_cost_ns(plain, exported)
             self.baselines[spec] = spec_baseline(plain, export_ns[outputs], jitter, window_jitter)
+            calibration += plain
+        cap = window_wait_cap(calibration)
+        self.baselines = {
+            spec: replace(baseline, window_wait_cap_ns=cap)
+            for spec, baseline in self.baselines.items()
+        }
 
     def _load(self) -> str:
         source = self.config["source"].encode()  # the text the static checks passed
@@ -310,7 +318,8 @@ class Referee:
             cpu_outside_ns=float(outside.cpu_ns),
             exported=exported,
             host_wait_ns=float(own_wait + outside.wait_ns) if excused else 0.0,
-            window_wait_ns=float(own_wait_in_window + inside.wait_ns) if window_excused else 0.0,
+            window_wait_ns=float(own_wait_in_window) if window_excused else 0.0,
+            contestant_window_wait_ns=float(inside.wait_ns) if window_excused else 0.0,
             prepare_ns=float(prepared_ns),
             inspect_ns=float(inspected_ns),
         )
