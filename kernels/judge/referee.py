@@ -17,7 +17,7 @@ import secrets
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 
 import torch
 from qrsup.kernels.checker import check_factors
@@ -35,7 +35,7 @@ from qrsup.kernels.judge.integrity import (
     spec_baseline,
     spread_ns,
     stretch_by_phase,
-    window_wait_cap,
+    window_waits_ns,
 )
 from qrsup.kernels.judge.outcome import SpecOutcome, assemble_report
 from qrsup.kernels.judge.processes import schedstat
@@ -122,6 +122,7 @@ class Referee:
         self.random = secrets.SystemRandom()
         self.phases: dict[str, float] = {}
         self.go_overhead_ns = 0.0
+        self.do_nothing_window_wait_ns = 0.0  # the most the contestant waited in such a window
         self.baselines: dict[Spec, CycleBaseline] = {}
         self.dead: ContestantFailure | None = None
         self.contestant = contestant
@@ -158,7 +159,10 @@ class Referee:
         extra = {
             "rule": self.rule.name,
             "recheck": "all" if self.recheck_all else "sampled",
-            "calibration": {"go_overhead_ns": self.go_overhead_ns},
+            "calibration": {
+                "go_overhead_ns": self.go_overhead_ns,
+                "contestant_window_wait_max_ns": self.do_nothing_window_wait_ns,
+            },
             "phases_s": self.phases,
             "isolation": isolation_summary(self.contestant.boundary),
         }
@@ -239,11 +243,8 @@ class Referee:
                 export_ns[outputs] = export_cost_ns(plain, exported)
             self.baselines[spec] = spec_baseline(plain, export_ns[outputs], jitter, window_jitter)
             calibration += plain
-        cap = window_wait_cap(calibration)
-        self.baselines = {
-            spec: replace(baseline, window_wait_cap_ns=cap)
-            for spec, baseline in self.baselines.items()
-        }
+        waits = [c.contestant_window_wait_ns for c in calibration]
+        self.do_nothing_window_wait_ns = max(waits, default=0.0)
 
     def _load(self) -> str:
         source = self.config["source"].encode()  # the text the static checks passed
@@ -366,6 +367,7 @@ class Referee:
             **verdict.to_dict(),
             "baseline": asdict(baseline),
             "stretch_ns": stretch_by_phase(cycles, baseline),
+            "window_waits_ns": window_waits_ns(cycles),
             "first_attempt": first_attempt,
         }
         if not verdict.ok:
