@@ -17,11 +17,13 @@ small baseline, not against a whole cycle whose input generation dwarfs it.
 A busy host stretches every cycle without any hidden work: each message between referee and
 contestant wakes a process that then waits for a CPU. On a GPU the kernel's count of that wait
 (schedstat's run delay) for the referee's thread and the contestant's main thread is taken out of
-the cycle before the comparison. Only the contestant's wait outside its timed window counts, so
-a kernel whose hidden device work keeps it waiting inside the window gains nothing; and no wait
-is excused in a cycle where the contestant's other threads ran outside the window, since a
-contestant could starve its own main thread (and the referee) to pass hidden work off as a busy
-host. On the CPU the harness itself is multi-threaded, so nothing is excused there.
+the cycle before the comparison, in the timed window too. There the contestant's wait includes what
+it waited while launching, which the claimed time already covers: beside one busy loop per core on
+an H200 that double count let a side-queue cheater pass (README). Reports give the window's excused
+waits by whose they were (`window_waits_ns`). No wait is excused in a cycle where the contestant's
+other threads ran outside the window, since a contestant could starve its own main thread (and the
+referee) to pass hidden work off as a busy host. On the CPU the harness itself is multi-threaded, so
+nothing is excused there.
 """
 
 from __future__ import annotations
