@@ -16,14 +16,15 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-import openai
 from qrsup.agents.proposal import ProposalFailure
+
+if TYPE_CHECKING:  # imported where used: it costs an agent 0.6 s to start, and tuners never call
+    import openai
 
 T = TypeVar("T")
 
-_RETRYABLE = (openai.RateLimitError, openai.InternalServerError, openai.APIConnectionError)
 _RESET_HEADERS = ("retry-after", "x-ratelimit-reset-requests", "x-ratelimit-reset-tokens")
 _DURATION = re.compile(r"(?P<n>\d+(?:\.\d+)?)(?P<unit>ms|s|m|h)")
 _UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -68,13 +69,16 @@ def call_with_retries(
 
     `describe` turns an error into safe text (no secrets); `on_retry` hears each retried error.
     """
+    import openai
+
+    retryable = (openai.RateLimitError, openai.InternalServerError, openai.APIConnectionError)
     last = ""
     for attempt in range(1, policy.attempts + 1):
         try:
             return request()
         except openai.APITimeoutError as exc:
             return ProposalFailure("timeout", describe(exc))
-        except _RETRYABLE as exc:
+        except retryable as exc:
             last = describe(exc)
             if attempt == policy.attempts or _out_of_quota(exc):
                 if isinstance(exc, openai.RateLimitError):
@@ -102,6 +106,8 @@ def quota_failure(exc: openai.RateLimitError, text: str, policy: RetryPolicy) ->
 
 def _out_of_quota(exc: BaseException) -> bool:
     """OpenAI's 429 for an exhausted account or plan: retrying within seconds cannot help."""
+    import openai
+
     body = getattr(exc, "body", None)
     code = body.get("code") if isinstance(body, dict) else None
     return isinstance(exc, openai.RateLimitError) and code == "insufficient_quota"
@@ -122,6 +128,8 @@ def _duration_s(value: str | None) -> float | None:
 
 def _retry_after_s(exc: BaseException) -> float | None:
     """The server's Retry-After in seconds, when it sent a number."""
+    import openai
+
     if not isinstance(exc, openai.APIStatusError):
         return None
     return _duration_s(exc.response.headers.get("retry-after"))
