@@ -47,6 +47,14 @@ class SessionSummary:
         """The judge's wall outside the candidate's timed calls, as a share of that wall."""
         return 1 - self.timed_kernel_s / self.judge_wall_s if self.judge_wall_s else None
 
+    @property
+    def overhead_share_beyond_checks(self) -> float | None:
+        """The same with the correctness checks counted as work too: issue 14's measure of the
+        judge's overhead (its wall outside timed windows and checks)."""
+        if not self.judge_wall_s:
+            return None
+        return 1 - (self.timed_kernel_s + self.specs_s["checks"]) / self.judge_wall_s
+
     def to_dict(self) -> dict[str, object]:
         per_run = max(self.judge_runs, 1)
         return {
@@ -58,6 +66,7 @@ class SessionSummary:
             "judge_wall_s": round(self.judge_wall_s, 1),
             "timed_kernel_s": round(self.timed_kernel_s, 1),
             "overhead_share": _round(self.overhead_share, 3),
+            "overhead_share_beyond_checks": _round(self.overhead_share_beyond_checks, 3),
             "seconds_per_judge_run": {
                 name: round(total / per_run, 2) for name, total in self.phases_s.items()
             },

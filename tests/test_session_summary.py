@@ -36,6 +36,7 @@ def test_a_runs_wall_is_start_up_then_the_referees_phases_and_the_rest_is_other(
     assert sum(summary.phases_s.values()) == pytest.approx(summary.judge_wall_s)
     assert summary.timed_kernel_s == pytest.approx(4.0)
     assert summary.overhead_share == pytest.approx(1 - 4.0 / 18.0)
+    assert summary.overhead_share_beyond_checks == pytest.approx(1 - (4.0 + 1.0) / 18.0)
     assert summary.warm_runs == 1
     assert summary.to_dict()["seconds_per_judge_run"]["startup"] == 1.75
     # Each run's tests + benchmarks (5 s): checks 0.5, timed 2, cycles 0.25, the test's first
