@@ -44,4 +44,6 @@ for f in contest_alone contest_off quick_alone quick_busy contest_busy; do
   [ -f "$out/$f.txt" ] && { echo "== $f"; grep -E "verdict|geomean|integrity" "$out/$f.txt" | head -5; }
 done
 for f in cheaters_busy pytest_gpu profile; do [ -f "$out/$f.txt" ] && tail -n 3 "$out/$f.txt"; done
+reports=$(ls "$out"/*.json 2>/dev/null)
+[ -n "$reports" ] && python scripts/window_waits.py $reports
 exit 0

@@ -1,0 +1,49 @@
+"""Per benchmark spec of a `qrsup bench --json` report: the window's stretch and the CPU waits
+excused in it, the referee's and the contestant's, beside the most a do-nothing window waited.
+
+On an H200 beside one busy loop per core, a side-queue cheater passed because the contestant's
+wait while launching was excused in its window. The branch `judge-window-wait-cap` excuses it
+only up to the do-nothing maximum; these figures, from an honest bench and the cheater under the
+same load, say whether that holds.
+
+Usage: python scripts/window_waits.py REPORT.json [REPORT.json ...]
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+
+def rows(path: Path) -> list[str]:
+    report = json.loads(path.read_text())
+    report = report.get("report", report)  # `qrsup bench --json` wraps it
+    ceiling = (report.get("calibration") or {}).get("contestant_window_wait_max_ns")
+    lines = [f"{path.name}: {report['verdict']}, do-nothing window wait max {_ms(ceiling)}"]
+    for spec in report["specs"]:
+        integrity = spec.get("integrity") or {}
+        if spec["kind"] != "benchmark" or not integrity:
+            continue
+        waits = integrity.get("window_waits_ns") or {}
+        stretch = (integrity.get("stretch_ns") or {}).get("window")
+        lines.append(
+            f"  {spec['label']:<22} {spec['status']:<6} window stretch {_ms(stretch)}, "
+            f"waits referee {_ms(waits.get('referee'))} contestant {_ms(waits.get('contestant'))}"
+        )
+    return lines
+
+
+def _ms(ns: float | None) -> str:
+    return "—" if ns is None else f"{ns / 1e6:.3f} ms"
+
+
+def main() -> None:
+    if len(sys.argv) < 2:
+        sys.exit(__doc__.strip().splitlines()[-1])
+    for name in sys.argv[1:]:
+        print("\n".join(rows(Path(name))))
+
+
+if __name__ == "__main__":
+    main()
