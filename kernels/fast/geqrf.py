@@ -24,7 +24,7 @@ class FastGeqrf:
     def __init__(self, config: Config) -> None:
         self.config = config
         self._graphs = GraphCache()
-        self._plans: dict[tuple[int | None, int, int], Plan | None] = {}
+        self._plans: dict[tuple[int, int, int], Plan | None] = {}
 
     def __call__(
         self, a: torch.Tensor, *, check_finite: bool = True
@@ -36,7 +36,7 @@ class FastGeqrf:
         batch, n = a.shape[0], a.shape[-1]
         if a.numel() == 0:
             return a.clone(memory_format=torch.contiguous_format), a.new_zeros((batch, n))
-        plan = self._plan(_arch(a.get_device()), batch, n)
+        plan = self._plan(a.get_device(), batch, n)
         if plan is None:
             return _fallback(a, check_finite)
         if plan.shape.graph and a.is_cuda:
@@ -50,12 +50,12 @@ class FastGeqrf:
             raise NonFiniteInputError("geqrf: A contains NaN or Inf")
         return h, tau
 
-    def _plan(self, arch: int | None, batch: int, n: int) -> Plan | None:
-        """The plan of one shape on one architecture's configs, looked up once: small shapes pay
-        for every host microsecond."""
-        key = (arch, batch, n)
+    def _plan(self, device_index: int, batch: int, n: int) -> Plan | None:
+        """The plan of one shape on one device (-1: the CPU), from its architecture's configs,
+        looked up once: small shapes pay for every host microsecond."""
+        key = (device_index, batch, n)
         if key not in self._plans:
-            shape = self.config.for_arch(arch).for_shape(batch, n)
+            shape = self.config.for_arch(_arch(device_index)).for_shape(batch, n)
             self._plans[key] = make_plan(batch, n, shape)
         return self._plans[key]
 
@@ -69,7 +69,6 @@ def geqrf(a: torch.Tensor, *, check_finite: bool = True) -> tuple[torch.Tensor, 
     return default_solver()(a, check_finite=check_finite)
 
 
-@functools.cache
 def _arch(device_index: int) -> int | None:
     """The compute capability (90 for sm_90) of CUDA device `device_index`; None for the CPU
     (-1), whose interpreter runs the home table."""
