@@ -16,9 +16,21 @@ import sys
 from pathlib import Path
 
 
+def load_report(path: Path) -> dict:
+    """The judge report in `path` (`qrsup bench --json` wraps it), or a one-line exit."""
+    try:
+        report = json.loads(path.read_text())
+    except (OSError, ValueError) as error:
+        raise SystemExit(f"{path}: cannot read it ({type(error).__name__}: {error})") from None
+    if isinstance(report, dict) and isinstance(report.get("report"), dict):
+        report = report["report"]
+    if not isinstance(report, dict) or not {"verdict", "specs"} <= report.keys():
+        raise SystemExit(f"{path}: not a judge report (no verdict and specs)")
+    return report
+
+
 def rows(path: Path) -> list[str]:
-    report = json.loads(path.read_text())
-    report = report.get("report", report)  # `qrsup bench --json` wraps it
+    report = load_report(path)
     ceiling = (report.get("calibration") or {}).get("contestant_window_wait_max_ns")
     lines = [f"{path.name}: {report['verdict']}, do-nothing window wait max {_ms(ceiling)}"]
     for spec in report["specs"]:
