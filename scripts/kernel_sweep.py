@@ -9,9 +9,9 @@ input is checked too), and the fastest becomes the class's point.
 
 `python scripts/kernel_sweep.py --out DIR [--workers N]` writes DIR/sweep.json, DIR/configs.toml
 (the chosen point per class) and DIR/profile.txt, and prints a short table last. Its timings steer
-choices only; claims come from `qrsup bench` on the configs it wrote. `--only KNOB` keeps, per
-class, the shipped point and the variants that set KNOB (e.g. `--only lookahead`), so one short
-call measures one idea against the current configs.
+choices only; claims come from `qrsup bench` on the configs it wrote. `--only KNOB[,KNOB]`
+keeps, per class, the shipped point and the variants that set one of them (e.g. `--only
+lookahead`), so one short call measures one idea against the current configs.
 """
 
 from __future__ import annotations
@@ -48,6 +48,8 @@ LOOKAHEAD = {"lookahead": True}
 NEVER_SPLIT = {"update_split_below": 0}  # every update fused, so every panel gets a look-ahead
 # Row-split panels (panel_split.py): slab programs, a stacked-R join, a V rebuild per panel.
 SPLIT_256, SPLIT_512 = {"panel_split_rows": 256}, {"panel_split_rows": 512}
+# Each block's trailing update as cuBLAS batched fp32 GEMMs (library_update.py).
+CUBLAS = {"update_library": "cublas"}
 
 # Knob changes tried per shape class, each against the class's shipped point. Every class with a
 # relaxed precision lists SAFE (3×TF32 everywhere) so that some variant passes with margin.
@@ -58,8 +60,12 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         {"panel_width": 16, "block_width": 64},
         LOOKAHEAD,
         {**LOOKAHEAD, **NEVER_SPLIT},
+        CUBLAS,
     ],
     "medium": [
+        CUBLAS,
+        {**CUBLAS, "block_width": 128},
+        {**CUBLAS, "block_width": 128, "panel_width": 32},
         LOOKAHEAD,
         {**LOOKAHEAD, "panel_width": 32},
         {"update_block_n": 32},
@@ -71,6 +77,8 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         {**FUSED, "panel_width": 16, "block_width": 32, "fused_warps": 8},
     ],
     "medium-1024": [
+        CUBLAS,
+        {**CUBLAS, "block_width": 128},
         LOOKAHEAD,
         {**LOOKAHEAD, "panel_elems_per_thread": 128},
         {**LOOKAHEAD, **NEVER_SPLIT},
@@ -80,6 +88,9 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         {"update_block_n": 32},
     ],
     "large": [
+        CUBLAS,
+        {**CUBLAS, **SPLIT_256},
+        {**CUBLAS, "block_width": 128},
         {**LOOKAHEAD, "update_split_below": 132},
         SAFE,
         {"max_panel_elems": 65536},
@@ -90,6 +101,10 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         {"panel_split_rows": 128, "panel_width": 16},
     ],
     "huge": [
+        CUBLAS,
+        {**CUBLAS, **SPLIT_256},
+        {**CUBLAS, **SPLIT_512},
+        {**CUBLAS, "block_width": 128},
         SAFE,
         {**ALL_TF32, "t_gram_rows": 256},
         {"t_gram_rows": 512},
@@ -253,7 +268,9 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=12)
     parser.add_argument("--classes", default="", help="comma-separated classes (default: all)")
     parser.add_argument(
-        "--only", default="", help="try only the variants that set this knob (and shipped points)"
+        "--only",
+        default="",
+        help="comma-separated knobs: only the variants that set one (and shipped points)",
     )
     parser.add_argument("--check-s", type=float, default=150.0, help="time allowed for checks")
     parser.add_argument("--time-s", type=float, default=120.0, help="time allowed for timing")
@@ -267,7 +284,7 @@ def main() -> None:
         (name, knobs)
         for name in names
         for knobs in [{}, *VARIANTS.get(name, [])]
-        if not args.only or not knobs or args.only in knobs
+        if not args.only or not knobs or set(args.only.split(",")) & set(knobs)
     ]
 
     start = time.perf_counter()

@@ -44,8 +44,8 @@ def step_kind(op: Op) -> str:
     if isinstance(op, SplitPanelOp):
         return f"row-split panel {op.nb} wide"
     if isinstance(op, UpdateOp):
-        split = ", rows split" if op.slab_rows else ""
-        return f"update by {op.nb} reflectors{split}"
+        how = ", cuBLAS" if op.library else ", rows split" if op.slab_rows else ""
+        return f"update by {op.nb} reflectors{how}"
     if isinstance(op, TFactorOp):
         return f"T factor {op.width} wide" + (", rows split" if op.gram_rows else "")
     if isinstance(op, LookaheadOp):

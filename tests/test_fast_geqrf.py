@@ -446,3 +446,67 @@ def test_lookahead_and_split_panels_pass_awkward_sizes_and_strided_input(
     h, tau = solver(a)
     assert torch.equal(a, before) and h.shape == (batch, n, n) and tau.shape == (batch, n)
     _assert_passes(a, h, tau)
+
+
+CUBLAS_UPDATES = {"update_library": "cublas", "block_width": 32, "panel_width": 8}
+
+
+@pytest.mark.parametrize(
+    ("batch", "n", "case"),
+    [(3, 70, "mixed"), (2, 97, "rowscale"), (1, 65, "band"), (2, 40, "rankdef"), (1, 33, "dense")],
+)
+def test_cublas_updates_pass_the_gates(
+    tmp_path: Path, batch: int, n: int, case: str, nan_poisoned_empty: None
+) -> None:
+    """Every block's trailing update through batched GEMMs (library_update.py); the updates
+    inside a block stay Triton's."""
+    solver = _solver_with(tmp_path, **CUBLAS_UPDATES)
+    plan = solver._plan(-1, batch, n)
+    assert plan is not None and plan.library_updates
+    updates = [op for op in plan.ops if isinstance(op, UpdateOp)]
+    assert {op.library for op in updates} == {True, False}
+    a = generate_input(Spec(batch=batch, n=n, cond=2, case=case, seed=23), device=DEVICE)
+    h, tau = solver(a)
+    _assert_passes(a, h, tau)
+
+
+def test_cublas_updates_find_the_factors_the_triton_ones_find(tmp_path: Path) -> None:
+    """On well-conditioned matrices: rounding alone separates the two (on near-rank-deficient
+    ones the last columns' τ differ by far more, and both pass the gates above)."""
+    a = generate_input(Spec(batch=3, n=70, cond=1, case="dense", seed=29), device=DEVICE)
+    h, tau = _solver_with(tmp_path, **CUBLAS_UPDATES)(a)
+    triton_only = _solver_with(tmp_path, **{**CUBLAS_UPDATES, "update_library": "triton"})
+    h_triton, tau_triton = triton_only(a)
+    assert torch.allclose(tau, tau_triton, atol=1e-5)
+    assert torch.allclose(h, h_triton, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("magnitude", [1e-30, 1e30])
+def test_cublas_updates_rescale_extreme_magnitudes_and_read_strided_input(
+    tmp_path: Path, magnitude: float
+) -> None:
+    solver = _solver_with(tmp_path, **CUBLAS_UPDATES)
+    base = torch.randn(2, 70, 140, device=DEVICE)[:, :, ::2]
+    a = base * magnitude
+    before = a.clone()
+    h, tau = solver(a)
+    assert torch.equal(a, before)
+    h_unit, tau_unit = solver(base.contiguous())
+    assert torch.allclose(tau, tau_unit, atol=1e-6)
+    assert torch.allclose(h.triu() / magnitude, h_unit.triu(), rtol=1e-5, atol=1e-5)
+    assert torch.allclose(h.tril(-1), h_unit.tril(-1), rtol=1e-5, atol=1e-5)
+
+
+def test_cublas_updates_hold_a_callers_tf32_setting_off_and_restore_it() -> None:
+    """A caller's TF32 choice must neither weaken the factorization nor be lost by it."""
+    from qrsup.kernels.fast.library_update import ieee_matmul
+
+    matmul = torch.backends.cuda.matmul
+    before = matmul.fp32_precision
+    matmul.fp32_precision = "tf32"
+    try:
+        with ieee_matmul():
+            assert matmul.fp32_precision == "ieee"
+        assert matmul.fp32_precision == "tf32"
+    finally:
+        matmul.fp32_precision = before

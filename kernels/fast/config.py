@@ -69,6 +69,10 @@ class ShapeConfig:
     """tl.dot precision of Vᵀ·C and Tᵀ·W, the products that contract against the trailing matrix."""
     update_apply_precision: str
     """tl.dot precision of V·W, the update's last product (V's entries are bounded by 1)."""
+    update_library: str
+    """Who runs a block's trailing update: "triton" (update.py, update_split.py) or "cublas",
+    three batched fp32 GEMMs (Vᵀ·C, Tᵀ·W, C − V·W) at IEEE precision whatever torch's TF32
+    setting (library_update.py). Updates inside a block stay Triton's."""
     t_precision: str
     """tl.dot precision of the T join's VᵀV and its triangular products."""
     t_gram_rows: int
@@ -94,7 +98,9 @@ class ShapeConfig:
 
 PRECISIONS = ("ieee", "tf32x3", "tf32")
 PATHS = ("blocked", "fused")
+UPDATE_LIBRARIES = ("triton", "cublas")
 _CHOICES = {
+    "update_library": UPDATE_LIBRARIES,
     "update_precision": PRECISIONS,
     "update_apply_precision": PRECISIONS,
     "t_precision": PRECISIONS,

@@ -10,6 +10,7 @@ import torch
 import triton
 
 from .fused import qr_fused_kernel
+from .library_update import library_update, scale_of
 from .lookahead import qr_lookahead_kernel
 from .panel import qr_panel_kernel
 from .panel_split import qr_slab_join_kernel, qr_slab_kernel, qr_slab_rebuild_kernel
@@ -45,6 +46,7 @@ class Buffers:
     g: torch.Tensor  # batch × g_slabs × t_width × t_width (row-split T joins only)
     q: torch.Tensor  # batch × q_elems (row-split panels only)
     amax: torch.Tensor  # batch
+    scale: torch.Tensor  # batch × 1 × 1: amax's power-of-two scale (cuBLAS updates only)
 
     @classmethod
     def allocate(cls, a: torch.Tensor, plan: Plan) -> Buffers:
@@ -57,15 +59,16 @@ class Buffers:
             (batch, plan.g_slabs, tw, tw),
             (batch, plan.q_elems),
             (batch,),
+            (batch, 1, 1),
         )
         sizes = [math.prod(shape) for shape in shapes]
         scratch = torch.empty(sum(sizes), dtype=a.dtype, device=a.device)
-        t, w, g, q, amax = (
+        t, w, g, q, amax, scale = (
             part.view(shape) for part, shape in zip(scratch.split(sizes), shapes, strict=True)
         )
         h = torch.empty((batch, n, n), dtype=a.dtype, device=a.device)
         tau = torch.empty((batch, n), dtype=a.dtype, device=a.device)
-        return cls(h=h, tau=tau, t=t, w=w, g=g, q=q, amax=amax)
+        return cls(h=h, tau=tau, t=t, w=w, g=g, q=q, amax=amax, scale=scale)
 
 
 def run_plan(a: torch.Tensor, plan: Plan, out: Buffers) -> None:
@@ -86,6 +89,8 @@ def prescale(a: torch.Tensor, plan: Plan, out: Buffers) -> None:
     grid = (plan.batch, triton.cdiv(plan.n, AMAX_BLOCK_R))
     blocks = dict(BLOCK_R=AMAX_BLOCK_R, BLOCK_C=AMAX_BLOCK_C)
     qr_amax_kernel[grid](a, out.amax, plan.n, *a.stride(), **blocks)
+    if plan.library_updates:
+        out.scale.copy_(scale_of(out.amax))
 
 
 def run_op(a: torch.Tensor, plan: Plan, op: Op, out: Buffers) -> None:
@@ -155,6 +160,10 @@ def _split_panel(src: torch.Tensor, plan: Plan, op: SplitPanelOp, out: Buffers) 
 def _update(src: torch.Tensor, plan: Plan, op: UpdateOp, out: Buffers) -> None:
     shape, h = plan.shape, out.h
     t = _t_at(plan, out, op.t_slot, op.t_offset)
+    if op.library:
+        span = (op.col, op.nb, op.c_start, op.c_end)
+        library_update(src, h, t, out.scale, *span)
+        return
     col_blocks = triton.cdiv(op.c_end - op.c_start, shape.update_block_n)
     tiles = dict(NBP=op.dot_width, BM=shape.update_block_m, BN=shape.update_block_n)
     tiles |= dict(PRECISION=shape.update_precision, num_warps=shape.update_warps)

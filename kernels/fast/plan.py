@@ -8,6 +8,7 @@ The fused path runs that same schedule inside one program per matrix: its plan i
 With `panel_split_rows`, a panel taller than that many rows is a SplitPanelOp: its rows are
 factored in slabs by many programs per matrix and its Householder form rebuilt (panel_split.py),
 so its width is bound by a slab's rows, not all of them.
+With `update_library = "cublas"`, each block's trailing update is cuBLAS's (library_update.py).
 With `lookahead`, each fused update and the panel right after it become one launch
 (LookaheadOp); blocks then alternate between two T slots, since the next block's first panel
 writes its T while that launch's update programs still read the finished block's T.
@@ -85,6 +86,8 @@ class UpdateOp:
     slab_rows: int
     """0: one fused program per column block; else row slabs of this many rows (update_split)."""
     t_slot: int = 0
+    library: bool = False
+    """Run by cuBLAS's batched GEMMs instead of Triton's programs (library_update.py)."""
 
 
 @dataclass(frozen=True)
@@ -151,6 +154,11 @@ class Plan:
     """Floats per matrix of the row-split panels' scratch (0 when no panel splits)."""
 
     @property
+    def library_updates(self) -> bool:
+        """Whether any update runs through cuBLAS (and so needs the per-matrix scale)."""
+        return any(isinstance(op, UpdateOp) and op.library for op in self.ops)
+
+    @property
     def panels(self) -> tuple[PanelOp | SplitPanelOp, ...]:
         """The panels, left to right, whether launched alone or inside a LookaheadOp."""
         return tuple(
@@ -199,7 +207,8 @@ def make_plan(batch: int, n: int, shape: ShapeConfig) -> Plan | None:
             gram_rows = _gram_rows(n - col, shape)
             ops.append(TFactorOp(col, width, nb, dot_width(width), warps, gram_rows, slot))
         if end < n:
-            ops.append(_update(batch, col, width, 0, end, n, shape, slot))
+            library = shape.update_library == "cublas"
+            ops.append(_update(batch, col, width, 0, end, n, shape, slot, library))
         col, block = end, block + 1
     if shape.lookahead:
         ops = _look_ahead(ops, shape)
@@ -232,6 +241,7 @@ def _look_ahead(ops: list[Op], shape: ShapeConfig) -> list[Op]:
             isinstance(op, PanelOp)
             and isinstance(before, UpdateOp)
             and not before.slab_rows
+            and not before.library
             and before.c_start == op.col
         ):
             warps = max(op.warps, shape.update_warps)
@@ -317,10 +327,11 @@ def _update(
     c_end: int,
     shape: ShapeConfig,
     slot: int,
+    library: bool = False,
 ) -> UpdateOp:
     col_blocks = -(-(c_end - c_start) // shape.update_block_n)
     slab_rows = 0
-    if batch * col_blocks < shape.update_split_below:
+    if not library and batch * col_blocks < shape.update_split_below:
         bm = shape.update_block_m
         slab_rows = -(-max(shape.update_split_rows, bm) // bm) * bm
-    return UpdateOp(col, nb, dot_width(nb), t_offset, c_start, c_end, slab_rows, slot)
+    return UpdateOp(col, nb, dot_width(nb), t_offset, c_start, c_end, slab_rows, slot, library)

@@ -1,0 +1,66 @@
+"""Trailing update through cuBLAS: C ← C − V·(Tᵀ·(Vᵀ·C)) as three batched fp32 GEMMs.
+
+Triton's update (update.py) gives each program a strip of columns and walks it down every row
+twice, at 3×TF32. At 640×512 that ran at about 19 TFLOP/s, where the H200 does 51 TFLOP/s of
+plain fp32 on GEMMs; cuBLAS's batched SGEMM is the measure of how much of that gap is the
+update's tiling. V is made explicit (unit diagonal, zeros above it) once per update.
+
+torch's TF32 switch for cuBLAS is held at IEEE around the products: a caller that enabled TF32
+for its own matmuls must not weaken this factorization, since plain TF32 in these products
+fails the factor gate at n = 512. The switch is process-wide, so a thread running its own
+matmuls at the same moment sees IEEE too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import torch
+
+
+@contextmanager
+def ieee_matmul() -> Iterator[None]:
+    """cuBLAS fp32 matmuls at IEEE precision inside, torch's own setting restored after."""
+    matmul = torch.backends.cuda.matmul
+    before = matmul.fp32_precision
+    matmul.fp32_precision = "ieee"
+    try:
+        yield
+    finally:
+        matmul.fp32_precision = before
+
+
+def scale_of(amax: torch.Tensor) -> torch.Tensor:
+    """scale.py's `scale_for` on the host side: the power of two that brings an extreme |A|max
+    into [1, 2), else 1; one per matrix (batch × 1 × 1, to broadcast over the matrices)."""
+    bits = amax.view(torch.int32)
+    exponent = (bits >> 23) & 255
+    power = ((254 - exponent) << 23).view(torch.float32)
+    extreme = ((exponent < 127 - 60) | (exponent > 127 + 60)) & (amax > 0) & (exponent < 255)
+    return torch.where(extreme, power, 1.0)[:, None, None]
+
+
+def library_update(
+    src: torch.Tensor,
+    h: torch.Tensor,
+    t: torch.Tensor,
+    scale: torch.Tensor,
+    col: int,
+    nb: int,
+    c_start: int,
+    c_end: int,
+) -> None:
+    """Apply the block reflector of h's columns [col, col + nb) (T: t's leading nb × nb) to the
+    columns [c_start, c_end) of rows [col, n), in h. `src` is A where col = 0, read at `scale`;
+    the rows that become final R (< col + nb) are scaled back as update.py does."""
+    v = h[:, col:, col : col + nb].tril(-1)
+    v.diagonal(dim1=1, dim2=2).fill_(1.0)
+    c = h[:, col:, c_start:c_end]
+    if col == 0:
+        torch.mul(src[:, :, c_start:c_end], scale, out=c)
+    with ieee_matmul():
+        w = torch.bmm(v.mT, c)
+        w = torch.bmm(t[:, :nb, :nb].mT, w)
+        c.baddbmm_(v, w, alpha=-1.0)
+    c[:, :nb].div_(scale)
