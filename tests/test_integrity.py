@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from qrsup.kernels.judge.integrity import (
     CPU_TOLERANCE,
@@ -166,3 +168,37 @@ def test_the_stretch_is_told_by_phase():
         "window": 0.0,
         "inspect": 0.0,
     }
+
+
+def _launching_cycles(hidden_ms: float, launch_wait_ms: float) -> list[Cycle]:
+    """A 2 ms kernel whose contestant waited `launch_wait_ms` for a CPU while launching (inside
+    its claimed time) and 0.1 ms after its events, with `hidden_ms` draining after them."""
+    claimed = (2.0 + launch_wait_ms) * MS
+    window = claimed + 0.2 * MS + 0.1 * MS + hidden_ms * MS
+    waited = (launch_wait_ms + 0.1) * MS
+    return [
+        Cycle(claimed, window, WINDOW_BASELINE.cycle_ns + window, 0.0, False, 0.0, 0.0, waited)
+        for _ in range(20)
+    ]
+
+
+def test_a_loaded_hosts_wait_while_launching_is_not_excused_twice():
+    """Beside one busy loop per core on an H200 a side-queue cheater passed: the contestant's
+    wait while launching was taken out of its window though its claimed time held it."""
+    capped = replace(WINDOW_BASELINE, window_wait_cap_ns=0.1 * MS)
+    cheat = _launching_cycles(hidden_ms=2.0, launch_wait_ms=4.0)
+    assert judge_integrity(cheat, WINDOW_BASELINE, CUDA_TOLERANCE).ok  # the hole, uncapped
+    verdict = judge_integrity(cheat, capped, CUDA_TOLERANCE)
+    assert not verdict.ok and "timed-window" in verdict.reason
+    honest = judge_integrity(_launching_cycles(0.0, launch_wait_ms=4.0), capped, CUDA_TOLERANCE)
+    assert honest.ok, honest.reason
+
+
+def test_the_window_gets_a_smaller_share_of_the_claimed_time_than_the_cycle():
+    """Hiding a fifth of a 40 ms kernel's work passes the cycle's 25% but not the window's 5%."""
+    claimed, hidden = 40 * MS, 8 * MS
+    window = claimed + 0.2 * MS + hidden
+    cycles = [Cycle(claimed, window, 6 * MS + window, 0.0, False) for _ in range(20)]
+    verdict = judge_integrity(cycles, WINDOW_BASELINE, CUDA_TOLERANCE)
+    assert not verdict.ok and "timed-window" in verdict.reason
+    assert CUDA_TOLERANCE.window_relative_slack < CUDA_TOLERANCE.relative_slack

@@ -17,7 +17,7 @@ import secrets
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import torch
 from qrsup.kernels.checker import check_factors
@@ -245,6 +245,10 @@ class Referee:
             calibration += plain
         waits = [c.contestant_window_wait_ns for c in calibration]
         self.do_nothing_window_wait_ns = max(waits, default=0.0)
+        self.baselines = {
+            spec: replace(baseline, window_wait_cap_ns=self.do_nothing_window_wait_ns)
+            for spec, baseline in self.baselines.items()
+        }
 
     def _load(self) -> str:
         source = self.config["source"].encode()  # the text the static checks passed
