@@ -4,7 +4,7 @@
 # later call's install never rewrites the files it imports from.
 site=${QRSUP_SITE:-/tmp/site}
 install_qrsup() {
-  python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-cache-dir \
+  python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-cache-dir --upgrade \
     --target "$site" . || exit 1
   export PYTHONPATH=$site${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 COLUMNS=220
 }

@@ -42,6 +42,7 @@ def rows(path: Path) -> list[str]:
         lines.append(
             f"  {spec['label']:<22} {spec['status']:<6} window stretch {_ms(stretch)}, "
             f"waits referee {_ms(waits.get('referee'))} contestant {_ms(waits.get('contestant'))}"
+            f" (launching, not excused: {_ms(waits.get('contestant_launching'))})"
         )
     return lines
 

@@ -28,6 +28,7 @@ import torch
 from qrsup.kernels import generators
 from qrsup.kernels.generators import generate_input
 from qrsup.kernels.judge.harness_watch import HarnessWatch
+from qrsup.kernels.judge.processes import schedstat
 from qrsup.kernels.judge.protocol import LineReader, decode, encode, write_all
 from qrsup.kernels.profiling.trace import CALL_RANGE
 from qrsup.kernels.suites import Spec
@@ -44,6 +45,7 @@ _tensor_clone = torch.Tensor.clone
 _tensor_equal = torch.equal
 _profiler = torch.autograd.profiler.profile
 _record_function = torch.profiler.record_function
+_schedstat = schedstat
 
 MAX_TRACEBACK_CHARS = 8000
 
@@ -60,19 +62,24 @@ class DeviceClock:
         if self._cuda:
             _cuda_synchronize()
 
-    def time_ns(self, body: Callable[[], None]) -> int:
+    def time_ns(self, body: Callable[[], None]) -> tuple[int, int]:
+        """The window's claimed time, and how long this thread waited for a CPU while `body`
+        ran (schedstat): on a loaded host that wait overlaps the device's work or lengthens
+        the claimed time, so the referee excuses only the rest of the window's wait."""
         self.synchronize()
+        waited_before = _schedstat()[1]
         if not self._cuda:
             start = _perf_counter_ns()
             body()
-            return _perf_counter_ns() - start
+            return _perf_counter_ns() - start, _schedstat()[1] - waited_before
         start_event = _CudaEvent(enable_timing=True)
         end_event = _CudaEvent(enable_timing=True)
         _event_record(start_event)
         body()
         _event_record(end_event)
+        launch_wait = _schedstat()[1] - waited_before
         _cuda_synchronize()
-        return int(_event_elapsed_ms(start_event, end_event) * 1e6)
+        return int(_event_elapsed_ms(start_event, end_event) * 1e6), launch_wait
 
 
 def _calibration_kernel(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -153,9 +160,9 @@ class Contestant:
             for a in self.inputs:
                 outputs.append(kernel(a))
 
-        elapsed_ns = self.clock.time_ns(body)
+        elapsed_ns, launch_wait_ns = self.clock.time_ns(body)
         self.outputs = outputs
-        return {"ok": True, "elapsed_ns": elapsed_ns}
+        return {"ok": True, "elapsed_ns": elapsed_ns, "launch_wait_ns": launch_wait_ns}
 
     def profile(self, message: dict) -> dict:
         """The prepared inputs once more, under the profiler; the raw trace goes to `trace`."""

@@ -17,13 +17,12 @@ small baseline, not against a whole cycle whose input generation dwarfs it.
 A busy host stretches every cycle without any hidden work: each message between referee and
 contestant wakes a process that then waits for a CPU. On a GPU the kernel's count of that wait
 (schedstat's run delay) for the referee's thread and the contestant's main thread is taken out of
-the cycle before the comparison, in the timed window too. There the contestant's wait includes what
-it waited while launching, which the claimed time already covers: beside one busy loop per core on
-an H200 that double count let a side-queue cheater pass. So the contestant's excused wait in a
-window is capped at the most a do-nothing window waited in calibration (`window_wait_cap_ns`),
-and the window, whose honest overhead does not grow with the kernel's time, gets a far smaller
-share of the claimed time than the whole cycle. Reports give the window's excused waits by whose
-they were (`window_waits_ns`). No wait is excused in a cycle where the contestant's
+the cycle before the comparison, in the timed window too. There only the contestant's wait outside
+its kernel's launches counts: a wait while launching either lengthens the claimed time or overlaps
+the device's work, so excusing it twice let a side-queue cheater pass beside one busy loop per core
+on an H200. The contestant's harness reads that launch-time wait off its own thread as it records
+the closing event (`launch_wait_ns`). Reports give the window's excused waits by whose they were
+(`window_waits_ns`). No wait is excused in a cycle where the contestant's
 other threads ran outside the window, since a contestant could starve its own main thread (and the
 referee) to pass hidden work off as a busy host. On the CPU the harness itself is multi-threaded, so
 nothing is excused there.
@@ -56,20 +55,13 @@ class Tolerance:
     harness_slack: float
     check_window: bool
     """Whether the window from `go` to the reply is judged on its own (see the module's text)."""
-    window_relative_slack: float = 0.0
-    """The window's share of the claimed time: draining after an honest kernel's last event
-    costs the same whatever the kernel's length, while hidden work grows with it."""
 
 
 # A GPU host is quiet while the device works; CPU cycles share cores with the candidate's own
 # threads and with whatever else the host runs, so they get far more room.
 # On the CPU nothing drains after the window, and hidden threads are charged by CPU accounting.
 CUDA_TOLERANCE = Tolerance(
-    min_slack_ns=500_000,
-    relative_slack=0.25,
-    harness_slack=0.5,
-    check_window=True,
-    window_relative_slack=0.05,
+    min_slack_ns=500_000, relative_slack=0.25, harness_slack=0.5, check_window=True
 )
 CPU_TOLERANCE = Tolerance(
     min_slack_ns=3_000_000, relative_slack=0.5, harness_slack=2.0, check_window=False
@@ -90,19 +82,26 @@ class Cycle:
     host_wait_ns: float = 0.0
     window_wait_ns: float = 0.0  # the referee's own toll between `go` and the reply
     contestant_window_wait_ns: float = 0.0  # the contestant's main thread's, in the same span
+    contestant_launch_wait_ns: float = 0.0  # of which it reports it waited while launching
     prepare_ns: float = 0.0  # the referee's clock over the prepare exchange
     inspect_ns: float = 0.0  # and over the inspect exchange
 
     @property
+    def contestant_launching_wait_ns(self) -> float:
+        """The reported launch-time wait, within what the kernel counted for the window: a
+        report can move wait between launching and the rest, never add any."""
+        return min(max(self.contestant_launch_wait_ns, 0.0), self.contestant_window_wait_ns)
+
+    @property
+    def contestant_excused_wait_ns(self) -> float:
+        """The contestant's wait in the window less what fell while it launched."""
+        return self.contestant_window_wait_ns - self.contestant_launching_wait_ns
+
+    @property
     def window_overhead_ns(self) -> float:
         """What the window cost beyond the claimed kernel time and the host's toll in it."""
-        return self.window_overhead_capped_ns(math.inf)
-
-    def window_overhead_capped_ns(self, contestant_wait_cap_ns: float) -> float:
-        """The same, excusing at most `contestant_wait_cap_ns` of the contestant's wait: the rest
-        fell while it launched, inside the claimed time already."""
-        contestant = min(self.contestant_window_wait_ns, contestant_wait_cap_ns)
-        return self.window_ns - self.claimed_ns - self.window_wait_ns - contestant
+        waits = self.window_wait_ns + self.contestant_excused_wait_ns
+        return self.window_ns - self.claimed_ns - waits
 
     @property
     def harness_ns(self) -> float:
@@ -128,9 +127,6 @@ class CycleBaseline:
     window_jitter_ns: float = 0.0
     """The window overhead's own spread: a whole cycle's (input generation and all) is far
     larger, and would hide milliseconds of work drained after the candidate's events."""
-    window_wait_cap_ns: float = math.inf
-    """The most the contestant waited for a CPU in any do-nothing window: what a candidate's
-    window may excuse of its own wait (the module's text)."""
 
 
 @dataclass(frozen=True)
@@ -182,14 +178,14 @@ def spec_baseline(
 
 
 def window_waits_ns(cycles: Sequence[Cycle]) -> dict[str, float]:
-    """Medians of the waits for a CPU excused in the window, the referee's and the contestant's.
-    The contestant's, uncapped here, includes what it waited while launching: read beside the
-    calibration's cap, it shows how much of it the window did not excuse."""
+    """Medians of the waits for a CPU in the window: the referee's and the contestant's excused,
+    and the contestant's while launching, which is not."""
     if not cycles:
         return {}
     return {
         "referee": statistics.median(c.window_wait_ns for c in cycles),
-        "contestant": statistics.median(c.contestant_window_wait_ns for c in cycles),
+        "contestant": statistics.median(c.contestant_excused_wait_ns for c in cycles),
+        "contestant_launching": statistics.median(c.contestant_launching_wait_ns for c in cycles),
     }
 
 
@@ -236,13 +232,8 @@ def judge_integrity(
             return _failed(extra, limit, 0.0, cpu_allowed, claimed, "wall-clock")
         unaccounted = max(unaccounted, extra)
     if tolerance.check_window:
-        cap = baseline.window_wait_cap_ns
-        overheads = [c.window_overhead_capped_ns(cap) for c in cycles]
-        extra = statistics.median(overheads) - baseline.window_ns
-        window_slack = max(tolerance.min_slack_ns, tolerance.window_relative_slack * claimed)
-        limit = (
-            baseline.window_jitter_ns + window_slack + tolerance.harness_slack * baseline.window_ns
-        )
+        extra = statistics.median(c.window_overhead_ns for c in cycles) - baseline.window_ns
+        limit = baseline.window_jitter_ns + slack + tolerance.harness_slack * baseline.window_ns
         if extra > limit:
             return _failed(extra, limit, 0.0, cpu_allowed, claimed, "timed-window")
         unaccounted = max(unaccounted, extra)

@@ -12,12 +12,13 @@ decided after the repetition ran, so a candidate cannot know which answers will 
 
 from __future__ import annotations
 
+import math
 import os
 import secrets
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 
 import torch
 from qrsup.kernels.checker import check_factors
@@ -245,10 +246,6 @@ class Referee:
             calibration += plain
         waits = [c.contestant_window_wait_ns for c in calibration]
         self.do_nothing_window_wait_ns = max(waits, default=0.0)
-        self.baselines = {
-            spec: replace(baseline, window_wait_cap_ns=self.do_nothing_window_wait_ns)
-            for spec, baseline in self.baselines.items()
-        }
 
     def _load(self) -> str:
         source = self.config["source"].encode()  # the text the static checks passed
@@ -303,6 +300,7 @@ class Referee:
                 outcome.first_call_s = window / 1e9
             outcome.calls += 1
         claimed = int(reply["elapsed_ns"])
+        launch_wait = _launch_wait_ns(reply)
         exported = export_after(claimed)
         reply, inspected_ns = self._ask({"op": "inspect", "export": exported}, "inspect", "inspect")
         wall_end, end = time.perf_counter_ns(), _Reading.of(proc)
@@ -325,6 +323,7 @@ class Referee:
             host_wait_ns=float(own_wait + outside.wait_ns) if excused else 0.0,
             window_wait_ns=float(own_wait_in_window) if window_excused else 0.0,
             contestant_window_wait_ns=float(inside.wait_ns) if window_excused else 0.0,
+            contestant_launch_wait_ns=launch_wait,
             prepare_ns=float(prepared_ns),
             inspect_ns=float(inspected_ns),
         )
@@ -447,6 +446,15 @@ class Referee:
             del flat  # it maps the file: emptying the file under it would fault
             self._discard_export()
             outcome.check_s += time.monotonic() - start
+
+
+def _launch_wait_ns(reply: dict) -> float:
+    """The wait the contestant reports for its launches; where the report is missing or not a
+    count, all of its wait in the window is taken as launching, so none of it is excused."""
+    value = reply.get("launch_wait_ns")
+    if type(value) is int and value >= 0:
+        return float(value)
+    return math.inf
 
 
 def _raised(what: str, trace: str) -> str:
