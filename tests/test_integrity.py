@@ -214,3 +214,16 @@ def test_a_launch_wait_report_can_move_wait_but_never_add_any():
     for garbled in ({}, {"launch_wait_ns": "0"}, {"launch_wait_ns": -5}, {"launch_wait_ns": 1.5}):
         assert _launch_wait_ns(garbled) == math.inf
     assert _launch_wait_ns({"launch_wait_ns": 7}) == 7.0
+
+
+def test_the_window_gets_a_smaller_share_of_the_claimed_time_than_the_cycle():
+    """The loaded H200's side-queue cheater: 539 ms claimed per repetition (its launching, slowed
+    by the load), 128 ms hidden after its events; the cycle's 25% would let that pass."""
+    claimed, hidden = 539 * MS, 128 * MS
+    window = claimed + 0.2 * MS + hidden
+    cycles = [Cycle(claimed, window, 6 * MS + window, 0.0, False) for _ in range(20)]
+    verdict = judge_integrity(cycles, WINDOW_BASELINE, CUDA_TOLERANCE)
+    assert not verdict.ok and "timed-window" in verdict.reason
+    assert CUDA_TOLERANCE.window_relative_slack < CUDA_TOLERANCE.relative_slack
+    honest = [Cycle(claimed, claimed + 0.5 * MS, 6.5 * MS + claimed, 0.0, False)] * 20
+    assert judge_integrity(honest, WINDOW_BASELINE, CUDA_TOLERANCE).ok

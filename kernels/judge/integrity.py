@@ -55,13 +55,22 @@ class Tolerance:
     harness_slack: float
     check_window: bool
     """Whether the window from `go` to the reply is judged on its own (see the module's text)."""
+    window_relative_slack: float = 0.0
+    """The window's share of the claimed time. An honest window's overhead (draining after the
+    last event, the reply) does not grow with the kernel's time; hidden work does. On a loaded
+    H200 a side-queue cheater's claimed time (its launching, slowed by the load) was four times
+    its hidden work, inside the whole cycle's 25%."""
 
 
 # A GPU host is quiet while the device works; CPU cycles share cores with the candidate's own
 # threads and with whatever else the host runs, so they get far more room.
 # On the CPU nothing drains after the window, and hidden threads are charged by CPU accounting.
 CUDA_TOLERANCE = Tolerance(
-    min_slack_ns=500_000, relative_slack=0.25, harness_slack=0.5, check_window=True
+    min_slack_ns=500_000,
+    relative_slack=0.25,
+    harness_slack=0.5,
+    check_window=True,
+    window_relative_slack=0.05,
 )
 CPU_TOLERANCE = Tolerance(
     min_slack_ns=3_000_000, relative_slack=0.5, harness_slack=2.0, check_window=False
@@ -233,7 +242,10 @@ def judge_integrity(
         unaccounted = max(unaccounted, extra)
     if tolerance.check_window:
         extra = statistics.median(c.window_overhead_ns for c in cycles) - baseline.window_ns
-        limit = baseline.window_jitter_ns + slack + tolerance.harness_slack * baseline.window_ns
+        window_slack = max(tolerance.min_slack_ns, tolerance.window_relative_slack * claimed)
+        limit = (
+            baseline.window_jitter_ns + window_slack + tolerance.harness_slack * baseline.window_ns
+        )
         if extra > limit:
             return _failed(extra, limit, 0.0, cpu_allowed, claimed, "timed-window")
         unaccounted = max(unaccounted, extra)
