@@ -145,9 +145,10 @@ def test_unreadable_file_is_a_config_error(tmp_path: Path) -> None:
 
 
 def test_plan_covers_every_column_and_halves_panels_to_fit_the_register_budget() -> None:
+    """One-program panels (row-split ones are held to their slab tiles below)."""
     config = load_config(DEFAULT_CONFIGS)
     for n in (1, 31, 33, 100, 512, 1000, 4096):
-        shape = config.for_shape(2, n)
+        shape = dataclasses.replace(config.for_shape(2, n), panel_split_rows=0)
         plan = make_plan(2, n, shape)
         assert plan is not None
         panels = plan.panels
@@ -242,7 +243,10 @@ def test_row_split_panels_take_every_panel_taller_than_a_slab(batch: int, n: int
     """Only the slab and join tiles meet the register budget, so panels stay panel_width wide
     where one program holding all rows would have halved them."""
     shape = dataclasses.replace(
-        load_config(DEFAULT_CONFIGS).for_shape(batch, n), panel_split_rows=256
+        load_config(DEFAULT_CONFIGS).for_shape(batch, n),
+        panel_split_rows=256,
+        panel_width=32,
+        max_panel_elems=32768,
     )
     plan = make_plan(batch, n, shape)
     assert plan is not None
