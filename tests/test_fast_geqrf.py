@@ -20,6 +20,7 @@ from qrsup.kernels.fast.config import DEFAULT_CONFIGS, dump_config, load_config
 from qrsup.kernels.fast.driver import Buffers, run_plan
 from qrsup.kernels.fast.geqrf import FastGeqrf, NonFiniteInputError, geqrf
 from qrsup.kernels.fast.interpret import patch_scalar_index
+from qrsup.kernels.fast.library_update import ieee_matmul
 from qrsup.kernels.fast.panel import qr_panel_kernel
 from qrsup.kernels.fast.plan import LookaheadOp, PanelOp, Plan, SplitPanelOp, UpdateOp, next_pow2
 from qrsup.kernels.fast.tfactor import qr_gram_kernel, qr_tfactor_kernel
@@ -499,8 +500,6 @@ def test_cublas_updates_rescale_extreme_magnitudes_and_read_strided_input(
 
 def test_cublas_updates_hold_a_callers_tf32_setting_off_and_restore_it() -> None:
     """A caller's TF32 choice must neither weaken the factorization nor be lost by it."""
-    from qrsup.kernels.fast.library_update import ieee_matmul
-
     matmul = torch.backends.cuda.matmul
     before = matmul.fp32_precision
     matmul.fp32_precision = "tf32"

@@ -153,9 +153,10 @@ class Plan:
     q_elems: int = 0
     """Floats per matrix of the row-split panels' scratch (0 when no panel splits)."""
 
-    @property
+    @functools.cached_property
     def library_updates(self) -> bool:
-        """Whether any update runs through cuBLAS (and so needs the per-matrix scale)."""
+        """Whether any update runs through cuBLAS (and so needs the per-matrix scale): asked on
+        every eager call, so walked once per plan."""
         return any(isinstance(op, UpdateOp) and op.library for op in self.ops)
 
     @property
