@@ -20,7 +20,7 @@ from qrsup.kernels.fast.config import DEFAULT_CONFIGS, dump_config, load_config
 from qrsup.kernels.fast.driver import Buffers, run_plan
 from qrsup.kernels.fast.geqrf import FastGeqrf, NonFiniteInputError, geqrf
 from qrsup.kernels.fast.interpret import patch_scalar_index
-from qrsup.kernels.fast.library_update import ieee_matmul
+from qrsup.kernels.fast.library_update import cublas_precision
 from qrsup.kernels.fast.panel import qr_panel_kernel
 from qrsup.kernels.fast.plan import LookaheadOp, PanelOp, Plan, SplitPanelOp, UpdateOp, next_pow2
 from qrsup.kernels.fast.tfactor import qr_gram_kernel, qr_tfactor_kernel
@@ -498,14 +498,16 @@ def test_cublas_updates_rescale_extreme_magnitudes_and_read_strided_input(
     assert torch.allclose(h.tril(-1), h_unit.tril(-1), rtol=1e-5, atol=1e-5)
 
 
-def test_cublas_updates_hold_a_callers_tf32_setting_off_and_restore_it() -> None:
-    """A caller's TF32 choice must neither weaken the factorization nor be lost by it."""
+def test_cublas_updates_hold_a_callers_tf32_setting_to_the_configs_and_restore_it() -> None:
+    """A caller's TF32 choice must neither weaken the factorization nor be lost by it; cuBLAS has
+    no 3×TF32, so that choice runs at IEEE."""
     matmul = torch.backends.cuda.matmul
     before = matmul.fp32_precision
-    matmul.fp32_precision = "tf32"
     try:
-        with ieee_matmul():
-            assert matmul.fp32_precision == "ieee"
-        assert matmul.fp32_precision == "tf32"
+        for caller, config, inside in [("tf32", "tf32x3", "ieee"), ("ieee", "tf32", "tf32")]:
+            matmul.fp32_precision = caller
+            with cublas_precision(config):
+                assert matmul.fp32_precision == inside
+            assert matmul.fp32_precision == caller
     finally:
         matmul.fp32_precision = before

@@ -71,8 +71,9 @@ class ShapeConfig:
     """tl.dot precision of V·W, the update's last product (V's entries are bounded by 1)."""
     update_library: str
     """Who runs a block's trailing update: "triton" (update.py, update_split.py) or "cublas",
-    three batched fp32 GEMMs (Vᵀ·C, Tᵀ·W, C − V·W) at IEEE precision whatever torch's TF32
-    setting (library_update.py). Updates inside a block stay Triton's."""
+    three batched fp32 GEMMs (Vᵀ·C, Tᵀ·W, C − V·W) at the two update precisions whatever torch's
+    TF32 setting, "tf32x3" running as IEEE (library_update.py). Updates inside a block stay
+    Triton's."""
     t_precision: str
     """tl.dot precision of the T join's VᵀV and its triangular products."""
     t_gram_rows: int

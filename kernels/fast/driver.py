@@ -162,7 +162,8 @@ def _update(src: torch.Tensor, plan: Plan, op: UpdateOp, out: Buffers) -> None:
     t = _t_at(plan, out, op.t_slot, op.t_offset)
     if op.library:
         span = (op.col, op.nb, op.c_start, op.c_end)
-        library_update(src, h, t, out.scale, *span)
+        precisions = (shape.update_precision, shape.update_apply_precision)
+        library_update(src, h, t, out.scale, *span, *precisions)
         return
     col_blocks = triton.cdiv(op.c_end - op.c_start, shape.update_block_n)
     tiles = dict(NBP=op.dot_width, BM=shape.update_block_m, BN=shape.update_block_n)
@@ -170,7 +171,7 @@ def _update(src: torch.Tensor, plan: Plan, op: UpdateOp, out: Buffers) -> None:
     apply = dict(APPLY_PRECISION=shape.update_apply_precision)
     span = (plan.n, op.col, op.nb, op.c_start, op.c_end)
     if not op.slab_rows:
-        qr_update_kernel[(plan.batch, col_blocks)](
+        qr_update_kernel[(plan.batch * col_blocks,)](
             src, h, t, out.amax, *span, *src.stride(), *h.stride(), t.stride(0), t.stride(1),
             num_stages=shape.update_stages, **tiles, **apply,
         )  # fmt: skip

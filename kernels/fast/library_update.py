@@ -5,10 +5,13 @@ twice, at 3×TF32. At 640×512 that ran at about 19 TFLOP/s, where the H200 does
 plain fp32 on GEMMs; cuBLAS's batched SGEMM is the measure of how much of that gap is the
 update's tiling. V is made explicit (unit diagonal, zeros above it) once per update.
 
-torch's TF32 switch for cuBLAS is held at IEEE around the products: a caller that enabled TF32
-for its own matmuls must not weaken this factorization, since plain TF32 in these products
-fails the factor gate at n = 512. The switch is process-wide, so a thread running its own
-matmuls at the same moment sees IEEE too.
+Each product runs at the precision its config asks, whatever torch's TF32 switch says: Vᵀ·C and
+Tᵀ·W at `update_precision`, V·W at `update_apply_precision`. A caller that enabled TF32 for its
+own matmuls must not weaken this factorization, since plain TF32 in these products fails the
+factor gate at n = 512, while n ≥ 1024 is reported to pass with every product in TF32 (cuBLAS's
+TF32 rate is eight times its fp32 one here). cuBLAS has no 3×TF32, so "tf32x3" runs at IEEE,
+which is at least as accurate. The switch is process-wide, so a thread running its own matmuls
+at the same moment sees this precision too; the caller's setting is restored after.
 """
 
 from __future__ import annotations
@@ -20,11 +23,12 @@ import torch
 
 
 @contextmanager
-def ieee_matmul() -> Iterator[None]:
-    """cuBLAS fp32 matmuls at IEEE precision inside, torch's own setting restored after."""
+def cublas_precision(precision: str) -> Iterator[None]:
+    """cuBLAS fp32 matmuls inside at a config's precision ("tf32": TF32, else IEEE), torch's own
+    setting restored after."""
     matmul = torch.backends.cuda.matmul
     before = matmul.fp32_precision
-    matmul.fp32_precision = "ieee"
+    matmul.fp32_precision = "tf32" if precision == "tf32" else "ieee"
     try:
         yield
     finally:
@@ -50,6 +54,8 @@ def library_update(
     nb: int,
     c_start: int,
     c_end: int,
+    precision: str,
+    apply_precision: str,
 ) -> None:
     """Apply the block reflector of h's columns [col, col + nb) (T: t's leading nb × nb) to the
     columns [c_start, c_end) of rows [col, n), in h. `src` is A where col = 0, read at `scale`;
@@ -59,8 +65,8 @@ def library_update(
     c = h[:, col:, c_start:c_end]
     if col == 0:
         torch.mul(src[:, :, c_start:c_end], scale, out=c)
-    with ieee_matmul():
-        w = torch.bmm(v.mT, c)
-        w = torch.bmm(t[:, :nb, :nb].mT, w)
+    with cublas_precision(precision):
+        w = torch.bmm(t[:, :nb, :nb].mT, torch.bmm(v.mT, c))
+    with cublas_precision(apply_precision):
         c.baddbmm_(v, w, alpha=-1.0)
     c[:, :nb].div_(scale)

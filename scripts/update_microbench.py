@@ -1,0 +1,102 @@
+"""Time one trailing update of the fast geqrf alone, across tiles and precisions, on a GPU.
+
+At 640×512 the block's trailing update (update.py, 64 reflectors) is over half of the
+factorization, at a small share of the H200's 3×TF32 rate. This times the first block's update
+(the largest: 512 rows, 448 columns per matrix) for each tile and precision choice, beside
+cuBLAS's batched GEMMs for the same three products at IEEE and TF32, and prints each one's
+rate against the byte and FLOP counts, so a change to the kernel can be judged on its own.
+
+`python scripts/update_microbench.py [--batch 640] [--n 512] [--nb 64] [--only tf32x3,64,64,4,2]`
+(`--only PRECISION,BM,BN,WARPS,STAGES` times that one Triton choice alone, e.g. under ncu).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+from collections.abc import Callable
+
+import torch
+import triton
+from qrsup.kernels.fast.library_update import cublas_precision
+from qrsup.kernels.fast.update import qr_update_kernel
+
+REPS = 20
+PRECISIONS = ("tf32x3", "ieee", "tf32")
+
+
+def time_ms(launch: Callable[[], None]) -> float:
+    """Median device time of one launch, after a warm-up that also compiles."""
+    launch()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(REPS):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        launch()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return sorted(times)[len(times) // 2]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--batch", type=int, default=640)
+    parser.add_argument("--n", type=int, default=512)
+    parser.add_argument("--nb", type=int, default=64)
+    parser.add_argument("--only", default="", help="PRECISION,BM,BN,WARPS,STAGES")
+    args = parser.parse_args()
+    batch, n, nb = args.batch, args.n, args.nb
+    a = torch.randn(batch, n, n, device="cuda")
+    h = torch.randn(batch, n, n, device="cuda") * 0.1
+    t = torch.randn(batch, nb, nb, device="cuda").triu() * 0.1
+    amax = torch.ones(batch, device="cuda")
+    cols = n - nb
+    flops = batch * (4 * nb * n * cols + 2 * nb * nb * cols)
+    moved = batch * n * cols * 4 * 2  # C read once and written once
+    print(f"{batch}x{n}, {nb} reflectors on {cols} columns: {flops / 1e9:.1f} GFLOP, "
+          f"{moved / 1e9:.2f} GB at one read and one write of C")  # fmt: skip
+
+    def report(label: str, ms: float) -> None:
+        rate = flops / ms / 1e9
+        print(f"  {label:<52} {ms:8.3f} ms {rate:7.1f} TFLOP/s {moved / ms / 1e9:6.2f} TB/s")
+
+    v = h[:, :, :nb].tril(-1)
+    c = h[:, :, nb:].clone()
+    for precision in () if args.only else ("ieee", "tf32"):
+
+        def library(precision: str = precision) -> None:
+            with cublas_precision(precision):
+                w = torch.bmm(t.mT, torch.bmm(v.mT, c))
+                c.baddbmm_(v, w, alpha=-1.0)
+
+        report(f"cuBLAS bmm ×3, {precision}", time_ms(library))
+
+    choices = itertools.product(PRECISIONS, (32, 64, 128), (32, 64, 128), (4, 8), (1, 2, 3))
+    if args.only:
+        precision, *sizes = args.only.split(",")
+        choices = [(precision, *map(int, sizes))]
+    for precision, bm, bn, warps, stages in choices:
+        # Eight warps paid only with 128-row tiles; the other precisions are references.
+        reference = precision != "tf32x3" and (warps, stages) != (4, 2)
+        if not args.only and (reference or (warps == 8 and bm != 128)):
+            continue
+        tiles = dict(NBP=nb, BM=bm, BN=bn, num_warps=warps, num_stages=stages)
+        tiles |= dict(PRECISION=precision, APPLY_PRECISION=precision)
+
+        def launch(bn: int = bn, tiles: dict[str, object] = tiles) -> None:
+            qr_update_kernel[(batch * triton.cdiv(cols, bn),)](
+                a, h, t, amax, n, 0, nb, nb, n, *a.stride(), *h.stride(), t.stride(0),
+                t.stride(1), **tiles,
+            )  # fmt: skip
+
+        label = f"Triton {precision} BM={bm} BN={bn} warps={warps} stages={stages}"
+        try:
+            report(label, time_ms(launch))
+        except Exception as error:  # a tile that does not fit: say so and go on
+            print(f"  {label:<52} failed: {type(error).__name__}: {str(error)[:80]}")
+
+
+if __name__ == "__main__":
+    main()
