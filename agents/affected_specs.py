@@ -4,10 +4,10 @@ differ from its parent's.
 A tuner candidate is its parent's source with some knobs changed, and each knob belongs to one
 shape class (spaces.py), so specs of the other classes run the parent's kernels unchanged. Its
 quick stage therefore looks at the affected specs alone: every one of them, where the standard
-quick stage would time every other spec, mostly ones the change cannot move. The full stage
-still times every spec, and a candidate whose change cannot be traced this way gets the
-standard quick stage. The interleaved re-timing against the incumbent looks at the specs the
-two differ on, by the same rule.
+quick stage would time every other spec, mostly ones the change cannot move. Its full stage
+times them too, and takes its parent's figures for the rest (evaluation.Inherited). A
+candidate whose change cannot be traced this way gets the standard stages. The interleaved
+re-timing against the incumbent looks at the specs the two differ on, by the same rule.
 """
 
 from __future__ import annotations

@@ -79,7 +79,7 @@ class Decider:
         protected = (
             iteration + self.session.structural_protection if placement.role == "structural" else 0
         )
-        self.store.set_beam(placement.role, candidate.id, full.report.geomean_ns, protected)
+        self.store.set_beam(placement.role, candidate.id, full.geomean_ns, protected)
         decision = Decision.beam(placement.role)
         if retimed is None:
             return Decided(decision, placement.reason)
@@ -153,7 +153,7 @@ class Decider:
 
 
 def scored_candidate(candidate: Candidate, full: StageResult) -> Scored:
-    geomean_ns = full.report.geomean_ns or float("inf")
+    geomean_ns = full.geomean_ns or float("inf")
     return Scored(
         candidate.id,
         candidate.family,

@@ -4,7 +4,8 @@ quick: every test spec and every other benchmark spec, quick stopping rule; for 
 confined to some shape classes, their specs alone (affected_specs.py).
 reference: every benchmark spec, quick stopping rule, no tests: the incumbent's figures that
 quick stages are compared with.
-full: every benchmark spec, the session's rule.
+full: every benchmark spec, the session's rule; for a change confined to some shape classes,
+their specs alone, with the parent's full-stage figures standing for the rest (`Inherited`).
 interleaved: incumbent and challenger timed alternately on fresh secret seeds, so a decision to
 promote rests on a gain larger than the noise measured in the same run.
 """
@@ -26,7 +27,7 @@ from qrsup.kernels.judge.report import JudgeReport
 from qrsup.kernels.judge.runner import JudgeConfig
 from qrsup.kernels.judge.sandbox import IsolationSettings
 from qrsup.kernels.judge.triton_cache import CacheChoice, per_source
-from qrsup.kernels.schema import Progress
+from qrsup.kernels.schema import Inherited, Progress
 from qrsup.kernels.suites import Spec, Suite, get_suite
 from qrsup.kernels.timing import geomean
 
@@ -35,15 +36,24 @@ NOISE_FLOOR = 0.01
 
 @dataclass(frozen=True)
 class StageResult:
-    """A judge report with its benchmark means mapped back to the full suite's indices."""
+    """A judge report with its benchmark means mapped back to the full suite's indices (and,
+    for a focused full stage, the parent's means on the specs it did not time)."""
 
     stage: str
     report: JudgeReport
     spec_means_ns: dict[int, float]
+    inherited: Inherited | None = None
 
     @property
     def passed(self) -> bool:
         return self.report.passed
+
+    @property
+    def geomean_ns(self) -> float | None:
+        """Over every spec the stage stands for, inherited ones included."""
+        if self.inherited is None or not self.passed:
+            return self.report.geomean_ns
+        return geomean(list(self.spec_means_ns.values()))
 
     def geomean_over(self, indices: list[int]) -> float | None:
         return geomean_over(self.spec_means_ns, indices)
@@ -237,6 +247,25 @@ class Evaluator:
         )
         means = {indices[i]: m for i, m in report.spec_means_ns().items()}
         return StageResult("full", report, means)
+
+    def focused_full(
+        self,
+        path: Path,
+        focus: AffectedSpecs,
+        parent_id: str,
+        parent_means: Mapping[int, float],
+        progress: Progress | None = None,
+    ) -> StageResult:
+        """The full stage on the specs a change reaches, the parent's figures standing for the
+        others; every spec timed when the parent lacks a figure for one of them."""
+        others = tuple(i for i in range(len(self.suite.benchmarks)) if i not in focus.benchmarks)
+        if any(i not in parent_means for i in others):
+            return self.full(path, progress)
+        timed = self.full(path, progress, benchmarks=focus.benchmarks)
+        if not timed.passed:
+            return timed
+        means = {**{i: parent_means[i] for i in others}, **timed.spec_means_ns}
+        return StageResult("full", timed.report, means, Inherited(parent_id, others))
 
     def revalidate(self, path: Path, progress: Progress | None = None) -> StageResult:
         """Every test and benchmark spec on a fresh secret seed: the gate before a promotion."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from types import FrameType
@@ -31,6 +31,7 @@ from qrsup.agents.hooks import StatusHook
 from qrsup.agents.incumbent import Incumbent, bootstrap_incumbent
 from qrsup.agents.lifecycle import record_death
 from qrsup.agents.phase_focus import latest_stage_shares
+from qrsup.agents.precompile import Compilation, Precompiler
 from qrsup.agents.proposal import (
     ParentCandidate,
     Proposal,
@@ -38,6 +39,7 @@ from qrsup.agents.proposal import (
     ProposalFailure,
     Proposer,
 )
+from qrsup.agents.proposed_ahead import ProposedAhead
 from qrsup.agents.quota import clock, model_of
 from qrsup.agents.recorder import IterationDraft, Recorder
 from qrsup.agents.records import format_ms
@@ -64,7 +66,6 @@ from qrsup.kernels.schema import (
     Verdict,
     role,
 )
-from qrsup.kernels.suites import Spec
 
 MEMORY_SIZE = 12
 FREE_RETRIES = 3  # a free proposer's tries for a point no other agent holds, per iteration
@@ -89,11 +90,13 @@ class ResearchAgent:
         guidance: Path | None = None,
         focus: Callable[[Candidate], AffectedSpecs | None] | None = None,
         retime_focus: Focus | None = None,
-        precompile: Callable[[Candidate, Sequence[Spec]], str] | None = None,
+        precompile: Precompiler | None = None,
     ) -> None:
         self.paths = paths
         self.focus = focus  # which specs a candidate's change can reach, where that is known
         self.precompile = precompile  # compiles a candidate's kernels before its judge run
+        self.ahead: ProposedAhead | None = None  # the next proposal, made during a judge run
+        self.compiling: Compilation | None = None  # its kernels, compiling meanwhile
         self.session = session
         self.spec = spec
         self.store = store
@@ -175,6 +178,7 @@ class ResearchAgent:
                 continue
             self.iteration += 1
             self.iterate(self.iteration)
+        self._drop_ahead()
         self.heartbeat.update(state="stopped", detail="stopped")
         self.heartbeat.stop()
         self.log.write(f"agent {self.name} stopped after iteration {self.iteration}")
@@ -185,7 +189,7 @@ class ResearchAgent:
         incumbent = Incumbent.load(self.store)
         context = self._context(iteration, incumbent)
         record.parent_id = context.parent.candidate_id
-        outcome = self._propose(context)
+        outcome = self._take_ahead(context) or self._propose(context)
         if isinstance(outcome, ProposalFailure) and outcome.kind == "quota":
             self.iteration = iteration - 1  # a wait for quota, not an attempt: nothing was tried
             return
@@ -216,11 +220,13 @@ class ResearchAgent:
             self._finish(record)
             return
         record.candidate_id = candidate.id
+        self._compile(candidate)
+        self._propose_ahead(incumbent)
         result, record.comparison = self._judge(candidate, incumbent)
         record.evaluated = True
         self._note_isolation(result.report)
         record.verdict, record.reason = Verdict(result.report.verdict), result.report.reason
-        record.spec_means_ns, record.geomean_ns = result.spec_means_ns, result.report.geomean_ns
+        record.spec_means_ns, record.geomean_ns = result.spec_means_ns, result.geomean_ns
         if record.verdict == Verdict.TAMPERED:
             self._pause_session(result.report.reason)
         elif result.passed and result.stage == "full":
@@ -229,9 +235,9 @@ class ResearchAgent:
             record.decision, record.reason = decided.decision, decided.reason
             record.verdict = decided.verdict
             if decided.verdict == Verdict.PASS:
-                self._note_best(result.report.geomean_ns)
+                self._note_best(result.geomean_ns)
             if record.decision != Decision.REJECTED:
-                self.changes.passed(self.store, candidate.id, result.report.geomean_ns)
+                self.changes.passed(self.store, candidate.id, result.geomean_ns)
                 self._profile(candidate, result, incumbent)
         elif result.passed and record.comparison is not None:
             record.decision = Decision.NOT_PROMISING
@@ -311,15 +317,27 @@ class ResearchAgent:
             record.candidate_id = existing.id
             record.reason = f"same source as {existing.id}; not evaluated again"
             return None
-        candidate_id = f"c-{digest[:10]}"
+        row = self._candidate_row(proposal, parent_id)
+        candidate_id = row.id
         path = self.paths.work(self.name) / f"{candidate_id}.py"
         path.write_text(proposal.source)
         static = check_candidate_file(path, ("stream",))
         if not static.ok:
             record.verdict, record.reason = Verdict.REJECTED, static.reason
             return None
-        row = Candidate(
-            id=candidate_id,
+        if not self.store.add_candidate(row):  # another agent stored the same source first
+            record.verdict, record.decision = Verdict.DUPLICATE, Decision.SKIPPED
+            record.candidate_id = candidate_id
+            record.reason = f"another agent proposed the same source ({candidate_id}) first"
+            return None
+        fault_point("branch")  # stored, not yet on the agent's branch
+        self._commit_candidate(row)
+        return row
+
+    def _candidate_row(self, proposal: Proposal, parent_id: str) -> Candidate:
+        digest = source_hash(proposal.source)
+        return Candidate(
+            id=f"c-{digest[:10]}",
             hash=digest,
             source=proposal.source,
             parent_id=parent_id,
@@ -330,14 +348,61 @@ class ResearchAgent:
             params=proposal.params,
             created_at=time.time(),
         )
-        if not self.store.add_candidate(row):  # another agent stored the same source first
-            record.verdict, record.decision = Verdict.DUPLICATE, Decision.SKIPPED
-            record.candidate_id = candidate_id
-            record.reason = f"another agent proposed the same source ({candidate_id}) first"
+
+    def _compile(self, candidate: Candidate) -> None:
+        """Its kernels, compiled ahead during the last judge run or now, before its own: the
+        judge compiles whatever is still missing, on the GPU's clock."""
+        if self.precompile is None:
+            return
+        self.heartbeat.update(state="evaluating", candidate=candidate.id, detail="compiling")
+        compilation, self.compiling = self.compiling, None
+        if compilation is not None and compilation.source != candidate.source:
+            compilation.cancel()  # it was compiling a proposal that was dropped
+            compilation = None
+        if compilation is None:
+            focus = self.focus(candidate) if self.focus else None
+            compilation = self.precompile.start(candidate, self.evaluator.judged_specs(focus))
+        if compilation is not None and (line := compilation.wait()):
+            self.log.write(f"it {self.iteration}: {line}")
+
+    def _propose_ahead(self, incumbent: Incumbent) -> None:
+        """A free proposer's next proposal now, its kernels compiling while this candidate is
+        judged (proposed_ahead.py)."""
+        if self.precompile is None or not self.proposer.free:
+            return
+        context = self._context(self.iteration + 1, incumbent)
+        outcome = self.proposer.propose(context)
+        if not isinstance(outcome, Proposal):
+            return  # the next iteration proposes, and records whatever went wrong
+        row = self._candidate_row(outcome, context.parent.candidate_id)
+        focus = self.focus(row) if self.focus else None
+        self.ahead = ProposedAhead.of(outcome, context)
+        self.compiling = self.precompile.start(row, self.evaluator.judged_specs(focus))
+
+    def _take_ahead(self, context: ProposalContext) -> Proposal | None:
+        """The proposal made during the last judge run, if it still fits this context."""
+        ahead, self.ahead = self.ahead, None
+        if ahead is None:
             return None
-        fault_point("branch")  # stored, not yet on the agent's branch
-        self._commit_candidate(row)
-        return row
+        if not ahead.still_fits(context):
+            self._drop_ahead()
+            self.log.write(
+                f"it {context.iteration}: dropped the proposal made during the last judge run "
+                f"({ahead.proposal.hypothesis}): its parent, the steering or the guidance changed"
+            )
+            return None
+        self.heartbeat.update(state="proposing", iteration=context.iteration, detail="")
+        self.log.write(
+            f"it {context.iteration}: proposing from {context.parent.candidate_id} "
+            "(proposed during the last judge run)"
+        )
+        return ahead.proposal
+
+    def _drop_ahead(self) -> None:
+        self.ahead = None
+        if self.compiling is not None:
+            self.compiling.cancel()
+            self.compiling = None
 
     def _judge(
         self, candidate: Candidate, incumbent: Incumbent
@@ -347,11 +412,6 @@ class ResearchAgent:
         self.heartbeat.update(state="evaluating", candidate=candidate.id, detail="quick")
         self.log.write(f"it {self.iteration}: judging {candidate.id}: {candidate.hypothesis}")
         focus = self.focus(candidate) if self.focus else None
-        if self.precompile is not None:
-            self.heartbeat.update(detail="compiling")
-            if line := self.precompile(candidate, self.evaluator.judged_specs(focus)):
-                self.log.write(f"it {self.iteration}: {line}")
-            self.heartbeat.update(detail="quick")
         quick = self.evaluator.quick(path, self._progress("quick"), focus)
         self._store_stage(candidate.id, quick)
         if not quick.passed:
@@ -360,9 +420,29 @@ class ResearchAgent:
         if not comparison.favours_candidate:
             return quick, comparison
         self.heartbeat.update(detail="full")
-        full = self.evaluator.full(path, self._progress("full"))
+        full = self._full_stage(path, candidate, focus)
         self._store_stage(candidate.id, full)
         return full, comparison
+
+    def _full_stage(
+        self, path: Path, candidate: Candidate, focus: AffectedSpecs | None
+    ) -> StageResult:
+        """Every spec under the session's rule; a change confined to some classes times their
+        specs alone, and its parent's figures stand for the rest (unless the session says
+        `full_on_focus = false`)."""
+        progress = self._progress("full")
+        parent = self.store.candidate(candidate.parent_id) if candidate.parent_id else None
+        if focus is None or parent is None or not self.session.full_on_focus:
+            return self.evaluator.full(path, progress)
+        means = parent.spec_means_ns or {}
+        full = self.evaluator.focused_full(path, focus, parent.id, means, progress)
+        if full.inherited is not None:
+            specs = ", ".join(str(i) for i in focus.benchmarks)
+            self.log.write(
+                f"it {self.iteration}: full stage on specs {specs}; {parent.id}'s figures "
+                f"stand for the other {len(full.inherited.specs)}"
+            )
+        return full
 
     def _profile(self, candidate: Candidate, full: StageResult, incumbent: Incumbent) -> None:
         """Profile a beam entry on the spec where it trails the incumbent most: the agent's eyes."""
@@ -399,9 +479,15 @@ class ResearchAgent:
         )
 
     def _store_stage(self, candidate_id: str, result: StageResult) -> None:
-        report = result.report.to_dict()
         self.store.add_evaluation(
-            candidate_id, self.name, self.iteration, result.stage, report, result.spec_means_ns
+            candidate_id,
+            self.name,
+            self.iteration,
+            result.stage,
+            result.report.to_dict(),
+            result.spec_means_ns,
+            result.inherited,
+            result.geomean_ns,
         )
 
     def _promising(self, quick: StageResult, incumbent: Incumbent) -> Comparison:

@@ -14,13 +14,14 @@ import contextlib
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from qrsup.agents.spaces import embedded_config
 from qrsup.kernels.fast.config import dump_config
-from qrsup.kernels.judge.processes import communicate_or_kill
+from qrsup.kernels.judge.processes import kill_child_tree
 from qrsup.kernels.schema import Candidate
 from qrsup.kernels.suites import Spec
 
@@ -46,14 +47,15 @@ class Precompiler:
         # Half the cores: the judge's own processes and another agent's judge keep the rest.
         return cls(cache, arch, work, max(1, (os.cpu_count() or 2) // 2))
 
-    def __call__(self, candidate: Candidate, specs: Sequence[Spec]) -> str:
-        """Compile the kernels the candidate launches for these specs' shapes; a line for the
-        agent's log ("" where the candidate embeds no config)."""
+    def start(self, candidate: Candidate, specs: Sequence[Spec]) -> Compilation | None:
+        """Start compiling the kernels the candidate launches for these specs' shapes; None
+        where the candidate embeds no config."""
         config = embedded_config(candidate.source)
         if config is None or not specs:
-            return ""
+            return None
         configs = self.work / f"{candidate.id}.configs.toml"
         configs.write_text(dump_config(config))
+        output = self.work / f"{candidate.id}.precompile.log"
         command = [
             sys.executable,
             "-m",
@@ -64,29 +66,63 @@ class Precompiler:
             f"--workers={self.workers}",
             *(f"--shape={spec.batch}x{spec.n}" for spec in specs),
         ]
-        process = subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            start_new_session=True,  # its compiler workers go with it on a timeout
-        )
+        with output.open("w") as sink:  # a file, not a pipe: nobody reads while it runs
+            process = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # its compiler workers go with it on a timeout
+            )
         # Before it forks its workers (after its imports), which inherit the priority.
         with contextlib.suppress(ProcessLookupError):
             os.setpriority(os.PRIO_PROCESS, process.pid, NICENESS)
+        return Compilation(candidate.source, process, output, configs, time.monotonic())
+
+    def __call__(self, candidate: Candidate, specs: Sequence[Spec]) -> str:
+        """Compile and wait: a line for the agent's log ("" where the candidate embeds no
+        config)."""
+        compilation = self.start(candidate, specs)
+        return compilation.wait() if compilation else ""
+
+
+@dataclass
+class Compilation:
+    """A compile under way, running on its own until waited for or cancelled."""
+
+    source: str  # the candidate's, which names what is being compiled
+    process: subprocess.Popen
+    output: Path  # its stdout and stderr
+    configs: Path
+    started: float  # time.monotonic()
+
+    def wait(self) -> str:
+        """Its line for the agent's log, once it ends or overruns TIMEOUT_S from its start."""
+        remaining = max(0.0, self.started + TIMEOUT_S - time.monotonic())
         try:
-            output, timed_out = communicate_or_kill(process, TIMEOUT_S)
-        finally:
-            configs.unlink(missing_ok=True)
-        if timed_out:
+            self.process.wait(timeout=remaining)
+        except subprocess.TimeoutExpired:
+            self.cancel()
             return f"precompile: no answer in {TIMEOUT_S:g} s; the judge compiles instead"
-        lines = [line for line in output.splitlines() if line.strip()]
+        lines = [line for line in self._read().splitlines() if line.strip()]
         summary = next((line for line in lines if line.startswith("precompiled")), "")
-        if process.returncode == 0 and summary:
+        if self.process.returncode == 0 and summary:
             return summary
-        tail = lines[-1] if lines else f"exit status {process.returncode}"
+        tail = lines[-1] if lines else f"exit status {self.process.returncode}"
         return f"precompile failed ({summary or tail}); the judge compiles instead"
+
+    def cancel(self) -> None:
+        """End it and its compiler workers; what they finished stays in the cache."""
+        kill_child_tree(self.process)
+        self.process.wait()
+        self._read()
+
+    def _read(self) -> str:
+        try:
+            return self.output.read_text(errors="replace")
+        finally:
+            self.output.unlink(missing_ok=True)
+            self.configs.unlink(missing_ok=True)
 
 
 def device_arch(device: str) -> int | None:

@@ -54,6 +54,9 @@ class SessionConfig:
     structural_protection: int = 10  # iterations a new structural entry is safe from eviction
     advisor_after: int = 8  # non-improving iterations before the advisor is asked
     incumbent_refresh: int = 10  # an agent's evaluations before it re-times the incumbent's quick
+    # A change confined to some shape classes gets its full stage on their specs alone, its
+    # parent's full-stage figures standing for the rest (evaluation.Inherited).
+    full_on_focus: bool = True
     advisor: dict[str, object] = field(default_factory=dict)  # the advisor's model; empty: playbook
     gpus: str = ""  # GPUs agents on "cuda" may lease, e.g. "0,1,2"; empty: every visible one
     agents_per_gpu: int = 1

@@ -23,6 +23,7 @@ from qrsup.kernels.schema import (
     Comparison,
     Decision,
     Evaluation,
+    Inherited,
     Iteration,
     ProfileRecord,
     Promotion,
@@ -57,7 +58,8 @@ CREATE TABLE IF NOT EXISTS evaluations (
     spec_means TEXT NOT NULL,
     reason TEXT NOT NULL,
     report TEXT NOT NULL,
-    created_at REAL NOT NULL
+    created_at REAL NOT NULL,
+    inherited TEXT
 );
 CREATE TABLE IF NOT EXISTS iterations (
     agent TEXT NOT NULL,
@@ -137,6 +139,7 @@ MIGRATIONS = {
         ("ADD", "evaluated", "INTEGER NOT NULL DEFAULT 0"),
     ),
     "side_questions": (("ADD", "usage", "TEXT NOT NULL DEFAULT '{}'"),),
+    "evaluations": (("ADD", "inherited", "TEXT"),),
 }
 
 
@@ -278,22 +281,28 @@ class Store:
         stage: str,
         report: dict,
         spec_means_ns: dict[int, float],
+        inherited: Inherited | None = None,
+        geomean_ns: float | None = None,
     ) -> int:
+        """`report` as the judge wrote it; a focused full stage also names the specs whose
+        figures it `inherited` and its `geomean_ns` over all of them."""
         with self.transaction() as db:
             cursor = db.execute(
                 "INSERT INTO evaluations (candidate_id, agent, iteration, stage, verdict, "
-                "geomean_ns, spec_means, reason, report, created_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                "geomean_ns, spec_means, reason, report, created_at, inherited) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     candidate_id,
                     agent,
                     iteration,
                     stage,
                     report["verdict"],
-                    report.get("geomean_ns"),
+                    geomean_ns if inherited else report.get("geomean_ns"),
                     spec_means_to_json(spec_means_ns),
                     report.get("reason", ""),
                     json.dumps(report),
                     time.time(),
+                    json.dumps(inherited.to_dict()) if inherited else None,
                 ),
             )
             return int(cursor.lastrowid or 0)
@@ -576,6 +585,7 @@ def _evaluation(row: sqlite3.Row) -> Evaluation:
         reason=row["reason"],
         report=json.loads(row["report"]),
         created_at=row["created_at"],
+        inherited=Inherited.from_dict(json.loads(row["inherited"])) if row["inherited"] else None,
     )
 
 

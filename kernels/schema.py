@@ -209,6 +209,23 @@ class Candidate:
 
 
 @dataclass(frozen=True)
+class Inherited:
+    """Benchmark specs whose figures a focused full stage took from the candidate's parent
+    instead of timing them: the candidate runs its parent's kernels there, so a timing would
+    add noise and no signal. A promotion still re-times and revalidates every spec it needs."""
+
+    parent_id: str
+    specs: tuple[int, ...]
+
+    def to_dict(self) -> dict[str, object]:
+        return {"from": self.parent_id, "specs": list(self.specs)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Inherited:
+        return cls(str(data["from"]), tuple(int(i) for i in data["specs"]))
+
+
+@dataclass(frozen=True)
 class Evaluation:
     """One stage of the judge on one candidate, with the judge's whole report."""
 
@@ -223,6 +240,7 @@ class Evaluation:
     reason: str
     report: dict[str, Any]
     created_at: float
+    inherited: Inherited | None = None  # a focused full stage's specs figured from its parent
 
 
 @dataclass(frozen=True)

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from qrsup.agents.git_workspace import init_repo
 from qrsup.agents.session import AgentSpec, RunPaths, SessionConfig, save_session
+from qrsup.kernels.schema import Candidate
+from qrsup.kernels.suites import Spec
 
 TINY_SUITE = """
 name = "tiny-loop"
@@ -43,7 +46,11 @@ panel_width=16
 
 
 def make_session(
-    tmp_path: Path, agents: tuple[AgentSpec, ...], auto_promote: bool = False, name: str = "t"
+    tmp_path: Path,
+    agents: tuple[AgentSpec, ...],
+    auto_promote: bool = False,
+    name: str = "t",
+    full_on_focus: bool = True,
 ) -> RunPaths:
     """A git workspace with a tiny suite and a saved session; agents not started."""
     workspace = tmp_path / "ws"
@@ -56,6 +63,7 @@ def make_session(
         suite=str(suite),
         rule="quick",
         auto_promote=auto_promote,
+        full_on_focus=full_on_focus,
         agents=agents,
     )
     paths = RunPaths.of(workspace, name)
@@ -80,3 +88,39 @@ def wait_for(condition: Callable[[], object], timeout_s: float, what: str) -> ob
         time.sleep(pause)
         pause = min(SLOWEST_POLL_S, pause * 1.5)
     raise AssertionError(f"timed out after {timeout_s:g} s waiting for {what}")
+
+
+@dataclass
+class StandInCompile:
+    """What a GPU host's compile of one candidate would be; done as soon as it starts."""
+
+    device: str
+    candidate_id: str
+    source: str
+    shapes: list[int]
+    started: float = field(default_factory=time.time)
+    cancelled: bool = False
+
+    def wait(self) -> str:
+        return "precompiled 3 kernels (0 already cached) in 0.1 s"
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+@dataclass
+class StandInCompiler:
+    """Stands in for `Precompiler.for_device` on a machine without a GPU: records each compile
+    an agent starts (the real one needs a GPU that NVML can name)."""
+
+    started: list[StandInCompile] = field(default_factory=list)
+    device: str = ""
+
+    def for_device(self, device: str, cache: Path, work: Path) -> StandInCompiler:
+        self.device = device
+        return self
+
+    def start(self, candidate: Candidate, specs: Sequence[Spec]) -> StandInCompile:
+        shapes = [spec.n for spec in specs]
+        self.started.append(StandInCompile(self.device, candidate.id, candidate.source, shapes))
+        return self.started[-1]

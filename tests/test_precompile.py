@@ -120,10 +120,25 @@ def test_the_agent_compiles_a_tuner_candidate_from_its_text_and_nothing_else(
     line = precompiler(_candidate(space.render(point)), [Spec(4, 32, 1, "dense", 1)])
     assert line.startswith("precompiled ") and "(0 already cached)" in line, line
     assert _kernels(tmp_path / "triton")
-    assert not list(tmp_path.glob("*.configs.toml"))  # its config file is gone
+    assert not list(tmp_path.glob("*.configs.toml"))  # its config and output files are gone
+    assert not list(tmp_path.glob("*.precompile.log"))
     # Code it would have to run to learn its config is never compiled for, nor run.
     plain = (CANDIDATES / "fast_geqrf.py").read_text()
     assert precompiler(_candidate(plain), [Spec(4, 32, 1, "dense", 1)]) == ""
+
+
+def test_a_compile_started_ahead_runs_on_its_own_until_cancelled(tmp_path):
+    """An agent compiles its next candidate while the GPU judges this one, and cancels it when
+    that candidate is dropped: the compiler and its files go."""
+    space = FastKernelSpace(CONFIGS)
+    precompiler = Precompiler(tmp_path / "triton", 90, tmp_path, workers=1)
+    compilation = precompiler.start(
+        _candidate(space.render(space.default_point())), [Spec(4, 32, 1, "dense", 1)]
+    )
+    assert compilation is not None and compilation.process.poll() is None
+    compilation.cancel()
+    assert compilation.process.returncode is not None
+    assert not list(tmp_path.glob("*.configs.toml")) and not list(tmp_path.glob("*.precompile.log"))
 
 
 def test_no_precompiler_without_a_gpu_nvml_can_name():

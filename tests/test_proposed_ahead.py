@@ -1,0 +1,69 @@
+"""A free proposer's next candidate is proposed while the current one is judged, so its kernels
+compile meanwhile; it is judged next only if nothing it was made from changed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from qrsup.agents import agent_main
+from qrsup.agents.proposal import ParentCandidate, Proposal, ProposalContext
+from qrsup.agents.proposed_ahead import ProposedAhead
+from qrsup.agents.session import AgentSpec
+from qrsup.agents.store import Store
+
+from tests.loop_helpers import StandInCompiler, make_session
+
+
+class _Failing:
+    """Each proposal a new source that fails the gates, so the parent never changes."""
+
+    name = "tuner"
+    free = True
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def propose(self, context: ProposalContext) -> Proposal:
+        self.count += 1
+        source = f"{context.parent.source}\ncustom_kernel = None  # try {self.count}\n"
+        return Proposal(source, f"try {self.count}", "blocked_wy", params={"all.knob": 1})
+
+
+def test_the_next_candidate_compiles_during_this_ones_judge_run_and_is_judged_next(
+    tmp_path, monkeypatch
+):
+    paths = make_session(tmp_path, (AgentSpec("a1", goal="geomean < 1ns", max_iterations=2),))
+    monkeypatch.setattr(agent_main, "build_proposer", lambda *_: _Failing())
+    compiler = StandInCompiler()
+    monkeypatch.setattr(agent_main.Precompiler, "for_device", staticmethod(compiler.for_device))
+    assert agent_main.main([str(paths.root), "a1", "cpu"]) == 0
+    with Store.reader(paths.store) as store:
+        second, first = store.iterations("a1")  # newest first
+        assert first.evaluated and second.evaluated
+        assert (first.hypothesis, second.hypothesis) == ("try 1", "try 2")
+        (judged_first,) = store.evaluations(first.candidate_id)
+    # The second's compile started before the first's judge run ended, and was the one its own
+    # judge run waited for; the third, proposed during the second's run, was cancelled at stop.
+    one, two, three = compiler.started
+    assert [c.candidate_id for c in (one, two)] == [first.candidate_id, second.candidate_id]
+    assert two.started < judged_first.created_at
+    assert not one.cancelled and not two.cancelled and three.cancelled
+    assert "it 2: proposing from" in (log := paths.agent_log("a1").read_text())
+    assert "(proposed during the last judge run)" in log
+
+
+def _context(
+    parent: str = "c-p", steering: tuple[str, ...] = (), guidance: str = ""
+) -> ProposalContext:
+    row = ParentCandidate(parent, "src", "", "fast", None)
+    return ProposalContext(
+        "a1", "exploit", "", 2, row, row, (), steering, (), None, (), Path("."), guidance=guidance
+    )
+
+
+def test_a_proposal_made_ahead_is_dropped_when_its_parent_or_what_the_agent_was_told_changed():
+    ahead = ProposedAhead.of(Proposal("src", "h", "fast"), _context())
+    assert ahead.still_fits(_context())
+    assert not ahead.still_fits(_context(parent="c-new-incumbent"))
+    assert not ahead.still_fits(_context(steering=("try wider panels",)))
+    assert not ahead.still_fits(_context(guidance="focus on 8x2048"))
