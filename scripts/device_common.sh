@@ -23,6 +23,8 @@ record_env() {
     nvidia-smi --query-gpu=index,name,driver_version,memory.total,clocks.sm --format=csv,noheader
     python -c "import torch, triton; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'triton', triton.__version__)"
     git log -1 --format='commit %h %s' 2>/dev/null
+    # The tree shipped is the working tree: say when it differs from that commit.
+    git diff --quiet HEAD 2>/dev/null || echo "plus uncommitted changes: $(git diff --stat HEAD | tail -n 1)"
   } > "$out/env.txt" 2>&1
 }
 # The loop's dependencies beyond the device's image (gitpython, openai and theirs) travel in .whl
