@@ -112,7 +112,7 @@ def test_exported_candidate_passes_qrsup_bench_on_the_smoke_suite(tmp_path, cand
     assert "geomean:" in judged(export(candidate, tmp_path / "submission.py"), "bench")
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_exported_fast_kernel_passes_the_judge_in_the_triton_interpreter(tmp_path, tiny_suite):
     """The bundled Triton kernels themselves, behind the judge's boundary (small specs only:
     the interpreter takes minutes for the smoke suite)."""

@@ -18,7 +18,7 @@ import pytest
 NO_COMPILER = 77  # qrsup.kernels.fast.aot's exit status where Triton cannot compile for CUDA
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_every_fast_kernel_compiles_for_sm90(tmp_path: Path) -> None:
     env = {name: value for name, value in os.environ.items() if name != "TRITON_INTERPRET"}
     env["TRITON_CACHE_DIR"] = str(tmp_path / "triton")  # a cold compile, every run

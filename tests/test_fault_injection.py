@@ -204,7 +204,7 @@ def _inject(kills: int, tmp_path: Path, seed: int, monkeypatch: pytest.MonkeyPat
     return survived
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 @pytest.mark.timeout(1200)  # about 140 s on a quiet 2-core machine; far more on a busy one
 @pytest.mark.usefixtures("no_leftover_processes")
 def test_records_survive_kill_minus_nine_at_random_points(tmp_path: Path, monkeypatch) -> None:

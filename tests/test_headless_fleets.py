@@ -53,7 +53,7 @@ def files_under(*roots: Path) -> list[Path]:
     return found
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 @pytest.mark.timeout(300)
 def test_headless_openai_agent_records_its_proposals_and_the_key_is_nowhere_on_disk(
     tmp_path, monkeypatch, capsys
@@ -77,7 +77,7 @@ def test_headless_openai_agent_records_its_proposals_and_the_key_is_nowhere_on_d
         assert KEY.encode() not in path.read_bytes(), f"the key leaked into {path}"
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 @pytest.mark.timeout(300)
 def test_a_fake_coding_agent_cli_on_path_works_end_to_end(tmp_path, monkeypatch, capsys):
     workspace, suite = workspace_with_suite(tmp_path)

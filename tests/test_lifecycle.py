@@ -110,7 +110,7 @@ def test_a_start_records_no_death_and_a_restart_records_the_last_processs_once(t
         fleet.kill("a1")
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_a_death_mid_evaluation_is_recorded_and_shown_by_status(tmp_path):
     paths, fleet = _session(tmp_path)
     try:

@@ -28,7 +28,7 @@ def iteration_events(paths, name):
     return [e for e in read_events(paths.events(name)) if e.get("event") == "iteration"]
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_two_tuner_agents_record_every_evaluation_once_and_promotion_commits_once(tmp_path):
     agents = (
         AgentSpec("a1", role="exploit", max_iterations=2, goal="geomean < 1ns"),
@@ -93,7 +93,7 @@ def test_two_tuner_agents_record_every_evaluation_once_and_promotion_commits_onc
     store.close()
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_steering_sent_during_an_evaluation_is_taken_once_at_the_next_boundary(tmp_path):
     paths = make_session(tmp_path, (AgentSpec("a1", max_iterations=2, goal="geomean < 1ns"),))
     fleet = Fleet(paths)
@@ -169,7 +169,7 @@ def _start_lapack_swapping_agent(tmp_path: Path, goal: str) -> tuple[RunPaths, F
     return paths, fleet
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_goal_met_agent_idles_and_under_a_goal_out_of_reach_pauses_when_nothing_is_new(tmp_path):
     """One agent, two goals (its start, bootstrap and first judge run serve both).
 

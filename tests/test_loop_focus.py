@@ -27,7 +27,7 @@ class _OneKnob:
         return Proposal(source, "one knob", "blocked_wy", params={"all.knob": 1})
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_the_quick_stage_and_its_comparison_cover_the_affected_specs(tmp_path, monkeypatch):
     paths = make_session(tmp_path, (AgentSpec("a1", goal="geomean < 1ns", max_iterations=1),))
     monkeypatch.setattr(agent_main, "build_proposer", lambda *_: _OneKnob())
@@ -63,7 +63,7 @@ def test_the_quick_stage_and_its_comparison_cover_the_affected_specs(tmp_path, m
     assert "it 1: precompiled 3 kernels" in paths.agent_log("a1").read_text()
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_the_full_stage_times_the_affected_specs_and_takes_the_parents_figures_for_the_rest(
     tmp_path, monkeypatch
 ):
@@ -96,7 +96,7 @@ def test_the_full_stage_times_the_affected_specs_and_takes_the_parents_figures_f
     assert "full stage on specs 1; " in paths.agent_log("a1").read_text()
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_a_session_can_ask_for_every_spec_in_the_full_stage(tmp_path, monkeypatch):
     paths = make_session(
         tmp_path,

@@ -32,7 +32,7 @@ class _Variants:
         return Proposal(self.variant(k), f"variant {k}", "blocked_wy")
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_a_taken_point_is_proposed_again_in_the_same_iteration(tmp_path, monkeypatch):
     paths = make_session(tmp_path, (AgentSpec("a1", goal="geomean < 1ns", max_iterations=2),))
     proposer = _Variants([0, 0, 1])  # the second iteration first meets the first's point

@@ -54,8 +54,10 @@ def headless_session(tmp_path: Path, agents: int, suite: str, *executor: str) ->
     return main(["run", "--headless", *where, *budget, "--suite", suite, *executor])
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("suite", ["tiny", "smoke"])
+@pytest.mark.parametrize(
+    "suite",
+    [pytest.param("tiny", marks=pytest.mark.e2e), pytest.param("smoke", marks=pytest.mark.slow)],
+)
 def test_two_agents_run_a_session_on_two_worker_nodes_end_to_end(
     ray_cluster, tmp_path, tiny_suite, suite
 ):
@@ -91,7 +93,7 @@ def started_slow_agent(tmp_path: Path, address: str) -> tuple[RunPaths, Fleet]:
     return paths, fleet
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_an_iteration_whose_node_is_lost_twice_is_recorded_as_lost_node(ray_cluster, tmp_path):
     paths, fleet = started_slow_agent(tmp_path, ray_cluster.address)
     try:

@@ -127,7 +127,7 @@ async def test_kill_asks_first_then_leaves_no_process_of_the_group_and_restart_b
         await until(pilot, lambda: app.main.statuses["a2"].alive, 10, "the list to say so")
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 async def test_pause_then_resume_take_effect_at_the_iteration_boundary(fleet):
     async with app_on(fleet).run_test(size=(100, 30)) as pilot:
         app = pilot.app
@@ -245,7 +245,7 @@ async def test_quit_leaving_agents_running_and_a_relaunch_reattaches_to_them(fle
         assert all(statuses[name].alive for name in pids)
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 async def test_quit_and_stop_them_stops_every_agent(fleet):
     async with app_on(fleet).run_test(size=(100, 30)) as pilot:
         app = pilot.app
