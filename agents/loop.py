@@ -68,6 +68,7 @@ from qrsup.kernels.schema import (
 )
 
 MEMORY_SIZE = 12
+TIMED_PHASES = ("calibrate", "benchmark")  # judge phases that a compile ahead must not share
 FREE_RETRIES = 3  # a free proposer's tries for a point no other agent holds, per iteration
 FRUITLESS_BEFORE_PAUSE = 5  # proposals in a row that gave no new candidate to judge
 IDLE_POLL_SECONDS = 1.0
@@ -223,6 +224,7 @@ class ResearchAgent:
         self._compile(candidate)
         self._propose_ahead(incumbent)
         result, record.comparison = self._judge(candidate, incumbent)
+        self._hold_ahead(False)  # the judge is done timing: the next candidate compiles on
         record.evaluated = True
         self._note_isolation(result.report)
         record.verdict, record.reason = Verdict(result.report.verdict), result.report.reason
@@ -397,6 +399,10 @@ class ResearchAgent:
             "(proposed during the last judge run)"
         )
         return ahead.proposal
+
+    def _hold_ahead(self, held: bool) -> None:
+        if self.compiling is not None:
+            self.compiling.hold(held)
 
     def _drop_ahead(self) -> None:
         self.ahead = None
@@ -651,6 +657,9 @@ class ResearchAgent:
             # An executor waiting for its cluster says so with a state ("waiting") of its own.
             state = update.state or "evaluating"
             self.heartbeat.update(state=state, detail=f"{stage}: {update.describe()}")
+            # A compile started ahead waits while the judge times (its calibration and its
+            # benchmark specs), and goes on during the rest of the run.
+            self._hold_ahead(update.phase in TIMED_PHASES)
 
         return report
 

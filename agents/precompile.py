@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -98,6 +99,7 @@ class Compilation:
 
     def wait(self) -> str:
         """Its line for the agent's log, once it ends or overruns TIMEOUT_S from its start."""
+        self.hold(False)
         remaining = max(0.0, self.started + TIMEOUT_S - time.monotonic())
         try:
             self.process.wait(timeout=remaining)
@@ -110,6 +112,14 @@ class Compilation:
             return summary
         tail = lines[-1] if lines else f"exit status {self.process.returncode}"
         return f"precompile failed ({summary or tail}); the judge compiles instead"
+
+    def hold(self, held: bool) -> None:
+        """Stop it and its compiler workers (SIGSTOP to its process group), or let them go on.
+        A compile started ahead runs beside the judge, and the judge's timed phases must not
+        share the host's cores with it: on an H200 one honest candidate failed timing integrity
+        with such a compile running (docs/benchmarks.md, 2026-12-01, sixth session)."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.process.pid, signal.SIGSTOP if held else signal.SIGCONT)
 
     def cancel(self) -> None:
         """End it and its compiler workers; what they finished stays in the cache."""

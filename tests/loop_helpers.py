@@ -100,9 +100,13 @@ class StandInCompile:
     shapes: list[int]
     started: float = field(default_factory=time.time)
     cancelled: bool = False
+    holds: list[bool] = field(default_factory=list)  # each hold(held) the agent asked for
 
     def wait(self) -> str:
         return "precompiled 3 kernels (0 already cached) in 0.1 s"
+
+    def hold(self, held: bool) -> None:
+        self.holds.append(held)
 
     def cancel(self) -> None:
         self.cancelled = True

@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -136,7 +137,12 @@ def test_a_compile_started_ahead_runs_on_its_own_until_cancelled(tmp_path):
         _candidate(space.render(space.default_point())), [Spec(4, 32, 1, "dense", 1)]
     )
     assert compilation is not None and compilation.process.poll() is None
-    compilation.cancel()
+    compilation.hold(True)  # while the judge times, it and its workers stand still
+    assert _settles(compilation.process.pid, stopped=True)
+    compilation.hold(False)
+    assert _settles(compilation.process.pid, stopped=False)
+    compilation.hold(True)
+    compilation.cancel()  # a held compile is ended too
     assert compilation.process.returncode is not None
     assert not list(tmp_path.glob("*.configs.toml")) and not list(tmp_path.glob("*.precompile.log"))
 
@@ -185,3 +191,15 @@ def test_a_contestant_finds_every_precompiled_kernel_in_the_cache(tmp_path):
     assert ran.returncode == 0, ran.stderr[-3000:]
     missed = _kernels(cache) - before
     assert not missed, f"{len(missed)} of the launches compiled again: {sorted(missed)[:5]}"
+
+
+def _settles(pid: int, stopped: bool, timeout_s: float = 5.0) -> bool:
+    """Whether the process's state in /proc comes to say stopped (T) or not, within the time:
+    a signal is delivered asynchronously."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        if (state == "T") == stopped:
+            return True
+        time.sleep(0.01)
+    return False

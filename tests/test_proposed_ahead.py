@@ -48,6 +48,9 @@ def test_the_next_candidate_compiles_during_this_ones_judge_run_and_is_judged_ne
     assert [c.candidate_id for c in (one, two)] == [first.candidate_id, second.candidate_id]
     assert two.started < judged_first.created_at
     assert not one.cancelled and not two.cancelled and three.cancelled
+    # It stood still while the first's judge run timed, and went on once that run ended.
+    assert True in two.holds and two.holds[-1] is False
+    assert not one.holds  # a candidate's own compile ends before its judge run starts
     assert "it 2: proposing from" in (log := paths.agent_log("a1").read_text())
     assert "(proposed during the last judge run)" in log
 
