@@ -17,8 +17,15 @@ from enum import StrEnum
 from pathlib import Path
 
 from qrsup.agents.heartbeat import Beat, read_beat, write_beat
-from qrsup.agents.records import AgentLog, append_event, read_events, replace_atomically
-from qrsup.agents.session import RunPaths
+from qrsup.agents.records import (
+    AgentLog,
+    append_atomically,
+    append_event,
+    log_entry,
+    read_events,
+    replace_atomically,
+)
+from qrsup.agents.session import RunPaths, SessionError, load_session
 from qrsup.agents.store import Store
 from qrsup.kernels.judge.locks import file_lock
 from qrsup.kernels.schema import Actor, Decision, EventKind, Iteration, Lifecycle, Verdict
@@ -124,6 +131,7 @@ def record_death(
         recorded = _interrupt(store, agent, role, beat, how)
         for record in recorded:
             append_event(paths.events(agent), record.to_event())
+        _log_submissions(paths, [r for r in recorded if r.candidate_id])
         stage = beat.detail or beat.state
         last = recorded[-1] if recorded else None
         fields = {
@@ -143,6 +151,19 @@ def record_death(
         died = replace(beat, state="died", detail=how, updated_at=time.time())
         write_beat(paths.heartbeat(agent), died)
         return Death(how, tuple(recorded))
+
+
+def _log_submissions(paths: RunPaths, interrupted: list[Iteration]) -> None:
+    """Every submission lands in the workspace's log.md, one cut off by its agent's death too
+    (an iteration cut off before it had a candidate submitted nothing)."""
+    if not interrupted:
+        return
+    try:
+        workspace = load_session(paths).workspace
+    except SessionError:
+        return  # a run directory without its session has no workspace to log in
+    for record in interrupted:
+        append_atomically(workspace / "log.md", log_entry(record.to_event()))
 
 
 def _interrupt(store: Store, agent: str, role: str, beat: Beat, how: str) -> list[Iteration]:

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import psutil
 import pytest
-from qrsup.agents.heartbeat import read_beat
-from qrsup.agents.lifecycle import Desired, read_control
+from qrsup.agents.heartbeat import Beat, read_beat, write_beat
+from qrsup.agents.lifecycle import Desired, read_control, record_death
 from qrsup.agents.records import read_events
 from qrsup.agents.session import AgentSpec, RunPaths
 from qrsup.agents.store import Store
-from qrsup.kernels.schema import Actor, Verdict
+from qrsup.kernels.schema import Actor, Candidate, Verdict
 from qrsup.supervisor import actions
 from qrsup.supervisor.fleet import Fleet
 
@@ -148,6 +148,9 @@ def test_a_death_mid_evaluation_is_recorded_and_shown_by_status(tmp_path):
         assert "killed by SIGKILL" in done.stdout
         log = paths.agent_log("a1").read_text()
         assert "died by supervisor: killed by SIGKILL while evaluating" in log
+        # The cut-off submission is in log.md with the rest, once.
+        entries = (Path(workspace) / "log.md").read_text()
+        assert entries.count(f"· {cut.candidate_id} · interrupted ·") == 1
         fleet.start("a1")
         wait_for(lambda: _evaluating(paths, "a1"), 180, "a1 judging again")
         with Store.reader(paths.store) as store:
@@ -214,3 +217,24 @@ def test_a_live_agent_is_not_taken_for_dead_when_proc_cannot_be_read(tmp_path, m
         assert not [e for e in read_events(paths.events("a1")) if e.get("action") == "died"]
     finally:
         fleet.kill("a1")
+
+
+def test_a_submission_cut_off_by_a_death_lands_in_log_md_once(tmp_path):
+    """Every submission is in log.md: one whose agent died mid-judge too, beside its
+    `interrupted` record (and nothing for an iteration cut off before it had a candidate)."""
+    paths = make_session(tmp_path, (AgentSpec("a1"),))
+    candidate = Candidate(
+        "c-0123456789", "0123456789", "src", None, "a1", "exploit", "blocked_wy", "wider", None, 1.0
+    )
+    with Store(paths.store) as store:
+        store.add_candidate(candidate)
+        beat = Beat(
+            pid=2**22 + 1, state="evaluating", iteration=1, updated_at=1.0, candidate=candidate.id
+        )
+        write_beat(paths.heartbeat("a1"), beat)
+        death = record_death(paths, store, "a1", "exploit", "killed by SIGKILL", Actor.SUPERVISOR)
+        assert death is not None and [r.candidate_id for r in death.interrupted] == [candidate.id]
+        assert record_death(paths, store, "a1", "exploit", "again", Actor.SUPERVISOR) is None
+    entries = (paths.root.parent.parent / "log.md").read_text()
+    assert entries.count(f"· a1 · {candidate.id} · interrupted ·") == 1
+    assert "- hypothesis: wider" in entries and "killed by SIGKILL" in entries
