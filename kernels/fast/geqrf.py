@@ -63,7 +63,8 @@ class FastGeqrf:
 def geqrf(a: torch.Tensor, *, check_finite: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
     """Compact Householder QR of a batch × n × n float32 CUDA tensor: torch.geqrf's (H, tau).
 
-    `check_finite` costs one host synchronisation; callers that guarantee finite input may skip it.
+    `check_finite` costs one host synchronisation (66 µs at 20×32 on an H200, 1–3% from n = 512:
+    kernels/README.md); callers that guarantee finite input may skip it.
     The configs come from $QRSUP_FAST_CONFIGS or the shipped kernels/fast/configs.toml.
     """
     return default_solver()(a, check_finite=check_finite)
