@@ -30,10 +30,12 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from qrsup.kernels.judge.locks import file_lock
 from qrsup.kernels.judge.triton_cache import MANAGER_ENV, RELOCATABLE_MANAGER
 
 ISOLATION_MODES = ("auto", "required", "off")
 DEDICATED_USER = "qrsup-judge"
+USER_LOCK = Path("/tmp/qrsup-judge-user.lock")  # one judge at a time creates DEDICATED_USER
 PRIVATE_DIR = "/.qrsup-work"  # where the contestant's private work directory appears to it
 TRITON_CACHE = f"{PRIVATE_DIR}/.triton"
 # The candidate's copy in the private directory: the contestant writes it there itself, when the
@@ -187,25 +189,37 @@ def judge_user(name: str | None) -> tuple[int, int] | str:
         if entry.pw_uid == 0:
             return f"the judge user {name!r} is root"
         return entry.pw_uid, entry.pw_gid
+    return dedicated_user(DEDICATED_USER)
+
+
+def dedicated_user(user: str) -> tuple[int, int] | str:
+    """(uid, gid) of `user`, created on first use by one judge at a time. Judges that start
+    together on a fresh machine (an agent's referee started ahead beside its first run's) each
+    ran useradd; one that lost fell back to `nobody`, and each chowns the shared Triton cache to
+    its own user, which can lock the other's contestant out of it."""
     with contextlib.suppress(KeyError):
-        entry = pwd.getpwnam(DEDICATED_USER)
+        entry = pwd.getpwnam(user)
         return entry.pw_uid, entry.pw_gid
-    _create_dedicated_user()
-    for candidate in (DEDICATED_USER, "nobody"):
+    with file_lock(USER_LOCK):
+        with contextlib.suppress(KeyError):  # another judge created it while we waited
+            entry = pwd.getpwnam(user)
+            return entry.pw_uid, entry.pw_gid
+        _create_dedicated_user(user)
+    for candidate in (user, "nobody"):
         with contextlib.suppress(KeyError):
             entry = pwd.getpwnam(candidate)
             return entry.pw_uid, entry.pw_gid
     return "no unprivileged user to run the contestant as (useradd failed and there is no nobody)"
 
 
-def _create_dedicated_user() -> None:
+def _create_dedicated_user(user: str) -> None:
     useradd = shutil.which("useradd") or next(
         (p for p in ("/usr/sbin/useradd", "/sbin/useradd") if os.path.exists(p)), None
     )
     if useradd is None:
         return
     subprocess.run(
-        [useradd, "--system", "--user-group", "--no-create-home", *NO_LOGIN, DEDICATED_USER],
+        [useradd, "--system", "--user-group", "--no-create-home", *NO_LOGIN, user],
         capture_output=True,
         check=False,
         timeout=30,
