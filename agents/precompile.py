@@ -65,6 +65,7 @@ class Precompiler:
             str(self.cache),
             f"--arch={self.arch}",
             f"--workers={self.workers}",
+            f"--parent={os.getpid()}",  # so that an agent's death ends it, held or not
             *(f"--shape={spec.batch}x{spec.n}" for spec in specs),
         ]
         with output.open("w") as sink:  # a file, not a pipe: nobody reads while it runs

@@ -9,12 +9,14 @@ Like test_fast_aot.py, this module must not import Triton: the compiles run in c
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import textwrap
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 from qrsup.agents.precompile import Precompiler, device_arch
 from qrsup.agents.spaces import FastKernelSpace
@@ -23,6 +25,7 @@ from qrsup.kernels.schema import Candidate
 from qrsup.kernels.suites import Spec
 
 from tests.conftest import CANDIDATES, ROOT
+from tests.loop_helpers import wait_for
 
 CONFIGS = ROOT / "kernels" / "fast" / "configs.toml"
 NO_COMPILER = 77  # qrsup.kernels.fast.aot's exit status where Triton cannot compile for CUDA
@@ -203,3 +206,37 @@ def _settles(pid: int, stopped: bool, timeout_s: float = 5.0) -> bool:
             return True
         time.sleep(0.01)
     return False
+
+
+def test_a_held_compile_and_its_workers_end_when_the_agent_that_started_it_dies(
+    cuda_compiler, tmp_path
+):
+    """An agent holds its compile ahead while the judge times; if the agent dies then, nothing
+    would ever let the stopped compiler go on: it and its workers die with the agent."""
+    agent = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import os, subprocess, sys, time\n"
+            "compile = subprocess.Popen([sys.executable, '-m', 'qrsup.kernels.fast.precompile',"
+            f" {str(CONFIGS)!r}, {str(tmp_path / 'triton')!r}, '--arch=90', '--shape=64x512',"
+            " '--shape=8x2048', '--workers=2', f'--parent={os.getpid()}'],"
+            " start_new_session=True)\n"
+            "print(compile.pid, flush=True)\n"
+            "time.sleep(600)\n",
+        ],
+        env=_compiled_env(),
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        compiler = psutil.Process(int(agent.stdout.readline()))
+        workers = wait_for(lambda: compiler.children(), 120, "the compiler's workers")
+        os.killpg(compiler.pid, signal.SIGSTOP)  # held, as while the judge times
+        agent.kill()
+        agent.wait()
+        gone = psutil.wait_procs([compiler, *workers], timeout=10)[0]
+        assert {p.pid for p in gone} == {compiler.pid, *(w.pid for w in workers)}
+    finally:
+        agent.kill()
+        agent.wait()

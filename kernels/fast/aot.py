@@ -27,6 +27,7 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
+from ..judge.processes import die_with_parent
 from ..suites import get_suite
 from . import driver
 from .config import Config, load_config
@@ -194,7 +195,10 @@ def map_forked(work: Work, launches: list[Launch], workers: int) -> list[str | N
     """`work` on every launch, one compile per worker process. The workers are forked and
     inherit the launches, which hold kernels and meta tensors that do not pickle."""
     _FORKED[:] = [(work, launch) for launch in launches]
-    with multiprocessing.get_context("fork").Pool(max(1, workers)) as pool:
+    context = multiprocessing.get_context("fork")
+    # A worker left behind, held (an agent stops its compile while the judge times) or not, would
+    # outlive this process for good: each dies with it.
+    with context.Pool(max(1, workers), die_with_parent, (os.getpid(),)) as pool:
         return pool.map(_run_forked, range(len(launches)))
 
 

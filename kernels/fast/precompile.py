@@ -29,6 +29,7 @@ from pathlib import Path
 from triton.backends.compiler import GPUTarget
 from triton.runtime.driver import driver as triton_driver
 
+from ..judge.processes import die_with_parent
 from ..judge.triton_cache import MANAGER_ENV, RELOCATABLE_MANAGER
 from .aot import Launch, driver_kernels, map_forked, record_launches
 from .config import Config, load_config
@@ -143,7 +144,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--arch", type=int, required=True, help="compute capability, e.g. 90")
     parser.add_argument("--shape", type=parse_shape, action="append", required=True)
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--parent", type=int, help="a pid: end when that process ends")
     args = parser.parse_args(argv)
+    if args.parent is not None:
+        die_with_parent(args.parent)
     if not driver_kernels():
         print("no compiled kernels to warm: run with TRITON_INTERPRET unset")
         return 2
