@@ -19,9 +19,8 @@ from pathlib import Path
 from qrsup.agents.heartbeat import Beat, read_beat, write_beat
 from qrsup.agents.records import (
     AgentLog,
-    append_atomically,
     append_event,
-    log_entry,
+    log_submission,
     read_events,
     replace_atomically,
 )
@@ -163,7 +162,7 @@ def _log_submissions(paths: RunPaths, interrupted: list[Iteration]) -> None:
     except SessionError:
         return  # a run directory without its session has no workspace to log in
     for record in interrupted:
-        append_atomically(workspace / "log.md", log_entry(record.to_event()))
+        log_submission(workspace, record.to_event())
 
 
 def _interrupt(store: Store, agent: str, role: str, beat: Beat, how: str) -> list[Iteration]:

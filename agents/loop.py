@@ -362,8 +362,7 @@ class ResearchAgent:
             compilation.cancel()  # it was compiling a proposal that was dropped
             compilation = None
         if compilation is None:
-            focus = self.focus(candidate) if self.focus else None
-            compilation = self.precompile.start(candidate, self.evaluator.judged_specs(focus))
+            compilation = self._start_compile(self.precompile, candidate)
         if compilation is not None and (line := compilation.wait()):
             self.log.write(f"it {self.iteration}: {line}")
 
@@ -376,10 +375,16 @@ class ResearchAgent:
         outcome = self.proposer.propose(context)
         if not isinstance(outcome, Proposal):
             return  # the next iteration proposes, and records whatever went wrong
-        row = self._candidate_row(outcome, context.parent.candidate_id)
-        focus = self.focus(row) if self.focus else None
         self.ahead = ProposedAhead.of(outcome, context)
-        self.compiling = self.precompile.start(row, self.evaluator.judged_specs(focus))
+        row = self._candidate_row(outcome, context.parent.candidate_id)
+        self.compiling = self._start_compile(self.precompile, row)
+
+    def _start_compile(self, precompile: Precompiler, candidate: Candidate) -> Compilation | None:
+        """Its kernels, for the specs its judge run will time."""
+        return precompile.start(candidate, self.evaluator.judged_specs(self._focus(candidate)))
+
+    def _focus(self, candidate: Candidate) -> AffectedSpecs | None:
+        return self.focus(candidate) if self.focus else None
 
     def _take_ahead(self, context: ProposalContext) -> Proposal | None:
         """The proposal made during the last judge run, if it still fits this context."""
@@ -417,7 +422,7 @@ class ResearchAgent:
         path = self.paths.work(self.name) / f"{candidate.id}.py"
         self.heartbeat.update(state="evaluating", candidate=candidate.id, detail="quick")
         self.log.write(f"it {self.iteration}: judging {candidate.id}: {candidate.hypothesis}")
-        focus = self.focus(candidate) if self.focus else None
+        focus = self._focus(candidate)
         quick = self.evaluator.quick(path, self._progress("quick"), focus)
         self._store_stage(candidate.id, quick)
         if not quick.passed:

@@ -12,10 +12,9 @@ from pathlib import Path
 from qrsup.agents.fault_points import fault_point
 from qrsup.agents.records import (
     AgentLog,
-    append_atomically,
     append_event,
     format_ms,
-    log_entry,
+    log_submission,
     read_events,
 )
 from qrsup.agents.session import RunPaths
@@ -80,7 +79,7 @@ class Recorder:
         event = record.to_event()
         self.event(event)
         if record.evaluated:
-            append_atomically(self.workspace / "log.md", log_entry(event))
+            log_submission(self.workspace, event)
         reason = f"\n  reason: {record.reason.splitlines()[0][:200]}" if record.reason else ""
         self.log.write(
             f"it {record.iteration}: {record.verdict} → {record.decision} · "

@@ -86,6 +86,11 @@ def log_entry(event: Mapping[str, object]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def log_submission(workspace: Path, event: Mapping[str, object]) -> None:
+    """Append one candidate's entry to the workspace's `log.md`."""
+    append_atomically(workspace / "log.md", log_entry(event))
+
+
 def _index(item: tuple[object, object]) -> int:
     return int(str(item[0]))
 

@@ -4,11 +4,13 @@ are compiled ahead for those specs alone."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from qrsup.agents import agent_main
 from qrsup.agents.affected_specs import AffectedSpecs
 from qrsup.agents.proposal import Proposal, ProposalContext
-from qrsup.agents.session import AgentSpec
+from qrsup.agents.session import AgentSpec, RunPaths
 from qrsup.agents.store import Store
 from qrsup.kernels.schema import Inherited
 from qrsup.kernels.timing import geomean
@@ -27,16 +29,32 @@ class _OneKnob:
         return Proposal(source, "one knob", "blocked_wy", params={"all.knob": 1})
 
 
-@pytest.mark.e2e
-def test_the_quick_stage_and_its_comparison_cover_the_affected_specs(tmp_path, monkeypatch):
-    paths = make_session(tmp_path, (AgentSpec("a1", goal="geomean < 1ns", max_iterations=1),))
+def _propose_one_knob_reaching_the_focus(monkeypatch) -> None:
+    """Every proposal is a one-knob candidate whose change reaches the tiny suite's second test
+    and benchmark alone."""
     monkeypatch.setattr(agent_main, "build_proposer", lambda *_: _OneKnob())
-    focus = AffectedSpecs(tests=(1,), benchmarks=(1,))  # the tiny suite's second test and bench
+    focus = AffectedSpecs(tests=(1,), benchmarks=(1,))
     monkeypatch.setattr(
         agent_main,
         "focus_from_parent",
         lambda *_: lambda candidate: focus if candidate.params else None,
     )
+
+
+def _run_near_miss(tmp_path: Path, monkeypatch, full_on_focus: bool) -> RunPaths:
+    """One iteration of a near-miss agent on such a candidate. Its quick stage may be half
+    again slower than the incumbent's, so CPU noise never stops it short of the full stage."""
+    near_miss = AgentSpec("a1", role="near-miss", goal="geomean < 1ns", max_iterations=1)
+    paths = make_session(tmp_path, (near_miss,), full_on_focus=full_on_focus)
+    _propose_one_knob_reaching_the_focus(monkeypatch)
+    assert agent_main.main([str(paths.root), "a1", "cpu"]) == 0
+    return paths
+
+
+@pytest.mark.e2e
+def test_the_quick_stage_and_its_comparison_cover_the_affected_specs(tmp_path, monkeypatch):
+    paths = make_session(tmp_path, (AgentSpec("a1", goal="geomean < 1ns", max_iterations=1),))
+    _propose_one_knob_reaching_the_focus(monkeypatch)
     compiler = StandInCompiler()
     monkeypatch.setattr(agent_main.Precompiler, "for_device", staticmethod(compiler.for_device))
     assert agent_main.main([str(paths.root), "a1", "cpu"]) == 0
@@ -67,17 +85,7 @@ def test_the_quick_stage_and_its_comparison_cover_the_affected_specs(tmp_path, m
 def test_the_full_stage_times_the_affected_specs_and_takes_the_parents_figures_for_the_rest(
     tmp_path, monkeypatch
 ):
-    # A near-miss's quick stage may be half again slower: CPU noise never stops it short.
-    near_miss = AgentSpec("a1", role="near-miss", goal="geomean < 1ns", max_iterations=1)
-    paths = make_session(tmp_path, (near_miss,))
-    monkeypatch.setattr(agent_main, "build_proposer", lambda *_: _OneKnob())
-    focus = AffectedSpecs(tests=(1,), benchmarks=(1,))
-    monkeypatch.setattr(
-        agent_main,
-        "focus_from_parent",
-        lambda *_: lambda candidate: focus if candidate.params else None,
-    )
-    assert agent_main.main([str(paths.root), "a1", "cpu"]) == 0
+    paths = _run_near_miss(tmp_path, monkeypatch, full_on_focus=True)
     with Store.reader(paths.store) as store:
         (iteration,) = store.iterations("a1")
         assert iteration.comparison is not None and iteration.comparison.favours_candidate
@@ -98,19 +106,7 @@ def test_the_full_stage_times_the_affected_specs_and_takes_the_parents_figures_f
 
 @pytest.mark.e2e
 def test_a_session_can_ask_for_every_spec_in_the_full_stage(tmp_path, monkeypatch):
-    paths = make_session(
-        tmp_path,
-        (AgentSpec("a1", role="near-miss", goal="geomean < 1ns", max_iterations=1),),
-        full_on_focus=False,
-    )
-    monkeypatch.setattr(agent_main, "build_proposer", lambda *_: _OneKnob())
-    focus = AffectedSpecs(tests=(1,), benchmarks=(1,))
-    monkeypatch.setattr(
-        agent_main,
-        "focus_from_parent",
-        lambda *_: lambda candidate: focus if candidate.params else None,
-    )
-    assert agent_main.main([str(paths.root), "a1", "cpu"]) == 0
+    paths = _run_near_miss(tmp_path, monkeypatch, full_on_focus=False)
     with Store.reader(paths.store) as store:
         (iteration,) = store.iterations("a1")
         (full,) = [e for e in store.evaluations(iteration.candidate_id) if e.stage == "full"]
