@@ -21,14 +21,15 @@ from collections.abc import Callable
 
 import torch
 from qrsup.kernels import geqrf
+from qrsup.kernels.fast.precompile import parse_shape
 from qrsup.kernels.generators import generate_input
 from qrsup.kernels.suites import Spec, get_suite
 
 
-def shapes_of(args: list[str]) -> list[tuple[int, int]]:
-    """BATCHxN strings, or the qr_v2 benchmark shapes in suite order, each once."""
-    if args:
-        return [(int(b), int(n)) for b, n in (s.lower().split("x") for s in args)]
+def shapes_of(asked: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The shapes asked for, or the qr_v2 benchmark shapes in suite order, each once."""
+    if asked:
+        return asked
     seen: dict[tuple[int, int], None] = {}
     for spec in get_suite("qr_v2").benchmarks:
         seen.setdefault((spec.batch, spec.n))
@@ -73,7 +74,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--reps", type=int, default=30)
     parser.add_argument("--calls", type=int, default=20)
-    parser.add_argument("--shape", action="append", default=[], help="BATCHxN, repeatable")
+    parser.add_argument(
+        "--shape", type=parse_shape, action="append", default=[], help="BATCHxN, repeatable"
+    )
     args = parser.parse_args()
     name = torch.cuda.get_device_name() if torch.cuda.is_available() else "CPU (interpreter)"
     print(f"{name}; torch {torch.__version__}; µs per call, median")
