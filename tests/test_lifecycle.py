@@ -37,7 +37,8 @@ def _evaluating(paths: RunPaths, name: str) -> bool:
     beat = read_beat(paths.heartbeat(name))
     if beat is not None and beat.state == "crashed":
         raise AssertionError(f"{name} crashed:\n{paths.agent_log(name).read_text()[-4000:]}")
-    return beat is not None and beat.state == "evaluating" and beat.iteration >= 1
+    # A beat without a candidate is the incumbent's evaluation at a start, not a candidate's.
+    return beat is not None and beat.state == "evaluating" and beat.candidate is not None
 
 
 def _lifecycle(paths: RunPaths, name: str) -> list[tuple[str, str]]:
