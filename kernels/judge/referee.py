@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass
 import torch
 from qrsup.kernels.checker import check_factors
 from qrsup.kernels.generators import generate_input
+from qrsup.kernels.judge.checker_warmup import CheckerWarmup
 from qrsup.kernels.judge.contestant_process import ContestantFailure, ContestantProcess
 from qrsup.kernels.judge.integrity import (
     CPU_TOLERANCE,
@@ -127,6 +128,7 @@ class Referee:
         self.baselines: dict[Spec, CycleBaseline] = {}
         self.dead: ContestantFailure | None = None
         self.contestant = contestant
+        self.warmup: CheckerWarmup | None = None
 
     def run(self) -> dict:
         started = time.monotonic()
@@ -138,6 +140,8 @@ class Referee:
         if not load_error:
             try:
                 self._phase("calibrate", lambda: self._calibrate(benchmarks))
+                if self.device.type == "cuda" and outcomes:
+                    self.warmup = CheckerWarmup(outcomes[0].spec, self.device).start()
                 load_error = self._phase("load", self._load)
             except ContestantFailure as failure:
                 self.dead = failure
@@ -155,6 +159,8 @@ class Referee:
                 self._run_outcome(outcome, totals[outcome.kind])
                 if outcome.kind == "test" and outcome.status != "pass":
                     failed_test = outcome
+        if self.warmup is not None:
+            self.warmup.join()
         self.contestant.close()
         self.phases["total"] = time.monotonic() - started
         extra = {
@@ -416,6 +422,8 @@ class Referee:
     def _check_exported(self, outcome: SpecOutcome, seeds: list[int]) -> None:
         """The gates, here, on inputs regenerated here, for every exported output."""
         start = time.monotonic()
+        if self.warmup is not None:
+            self.warmup.join()
         spec = outcome.spec
         h_numel, tau_numel = spec.batch * spec.n * spec.n, spec.batch * spec.n
         total = (h_numel + tau_numel) * len(seeds)
