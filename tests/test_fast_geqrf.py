@@ -22,7 +22,16 @@ from qrsup.kernels.fast.geqrf import FastGeqrf, NonFiniteInputError, geqrf
 from qrsup.kernels.fast.interpret import patch_scalar_index
 from qrsup.kernels.fast.library_update import cublas_precision
 from qrsup.kernels.fast.panel import qr_panel_kernel
-from qrsup.kernels.fast.plan import LookaheadOp, PanelOp, Plan, SplitPanelOp, UpdateOp, next_pow2
+from qrsup.kernels.fast.plan import (
+    LookaheadOp,
+    PanelOp,
+    Plan,
+    SplitPanelOp,
+    UpdateOp,
+    make_plan,
+    next_pow2,
+)
+from qrsup.kernels.fast.single_launch import single_panel
 from qrsup.kernels.fast.tfactor import qr_gram_kernel, qr_tfactor_kernel
 from qrsup.kernels.fast.update import qr_update_kernel
 from qrsup.kernels.generators import generate_input
@@ -299,6 +308,37 @@ def test_graph_replay_gives_fresh_outputs_equal_to_eager(tmp_path: Path) -> None
     assert not torch.equal(h1, h2)
     h_eager, tau_eager = eager(a1)
     assert torch.equal(h1, h_eager) and torch.equal(tau1, tau_eager)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_single_panel_launch_equals_the_plans_launch_for_any_layout() -> None:
+    """The dispatch-free launch keeps one compiled kernel per layout: a transposed input and a
+    misaligned one (a view one float in) must each get their own, and every call fresh outputs."""
+    solver = FastGeqrf(load_config(DEFAULT_CONFIGS))
+    base = torch.randn(20 * 32 * 32 + 1, device="cuda")
+    layouts = [
+        torch.randn(20, 32, 32, device="cuda"),
+        torch.randn(20, 32, 32, device="cuda").mT,
+        base[1:].view(20, 32, 32),
+    ]
+    for a in layouts:
+        plan = make_plan(20, 32, solver.config.for_arch(90).for_shape(20, 32))
+        assert plan is not None and single_panel(plan) is not None
+        expected = Buffers.allocate(a, plan)
+        run_plan(a, plan, expected)
+        first, second = solver(a, check_finite=False), solver(a)
+        assert torch.equal(first[0], expected.h) and torch.equal(first[1], expected.tau)
+        assert torch.equal(second[0], expected.h) and first[0].data_ptr() != second[0].data_ptr()
+        _assert_passes(a, *second)
+
+
+def test_only_a_one_panel_plan_is_launched_directly() -> None:
+    config = load_config(DEFAULT_CONFIGS)
+    one = make_plan(20, 32, config.for_shape(20, 32))
+    several = make_plan(40, 176, config.for_shape(40, 176))
+    assert one is not None and several is not None
+    assert single_panel(one) is one.ops[0] and single_panel(several) is None
 
 
 FUSED = {"path": "fused", "block_width": 16, "panel_width": 8, "fused_warps": 2}

@@ -12,6 +12,7 @@ from .driver import Buffers, run_plan
 from .graphs import GraphCache
 from .interpret import patch_scalar_index
 from .plan import Plan, make_plan
+from .single_launch import SinglePanelLaunch, single_panel
 
 
 class NonFiniteInputError(ValueError):
@@ -25,6 +26,7 @@ class FastGeqrf:
         self.config = config
         self._graphs = GraphCache()
         self._plans: dict[tuple[int, int, int], Plan | None] = {}
+        self._single: dict[tuple[int, int, int], SinglePanelLaunch | None] = {}
 
     def __call__(
         self, a: torch.Tensor, *, check_finite: bool = True
@@ -39,7 +41,10 @@ class FastGeqrf:
         plan = self._plan(a.get_device(), batch, n)
         if plan is None:
             return _fallback(a, check_finite)
-        if plan.shape.graph and a.is_cuda:
+        single = self._single_launch(a.get_device(), batch, n, plan) if a.is_cuda else None
+        if single is not None:
+            h, tau, amax = single(a)
+        elif plan.shape.graph and a.is_cuda:
             static = self._graphs.run(a, plan)
             h, tau, amax = static.h.clone(), static.tau.clone(), static.amax
         else:
@@ -49,6 +54,17 @@ class FastGeqrf:
         if check_finite and not bool(torch.isfinite(amax).all()):
             raise NonFiniteInputError("geqrf: A contains NaN or Inf")
         return h, tau
+
+    def _single_launch(
+        self, device_index: int, batch: int, n: int, plan: Plan
+    ) -> SinglePanelLaunch | None:
+        """The dispatch-free launch of a one-panel plan (single_launch.py), made once; such a
+        plan has no launches for a CUDA graph to gather, so its `graph` setting is moot."""
+        key = (device_index, batch, n)
+        if key not in self._single:
+            op = single_panel(plan)
+            self._single[key] = SinglePanelLaunch(plan, op) if op else None
+        return self._single[key]
 
     def _plan(self, device_index: int, batch: int, n: int) -> Plan | None:
         """The plan of one shape on one device (-1: the CPU), from its architecture's configs,
