@@ -30,7 +30,7 @@ from qrsup.agents.store import Store
 from qrsup.agents.tuner import Sample, TunerProposer
 from qrsup.kernels.executors.base import LOCAL, JudgeExecutor
 from qrsup.kernels.judge.triton_cache import shared
-from qrsup.kernels.schema import Actor, EventKind
+from qrsup.kernels.schema import JUDGE_VERDICTS, Actor, EventKind, Verdict
 from qrsup.kernels.suites import get_suite
 
 # qrsup's own code (found without importing what lies above this layer): a coding agent reads
@@ -40,6 +40,10 @@ QRSUP_PACKAGES = tuple(
     for name in ("agents", "kernels", "supervisor", "prompts")
     for location in (importlib.util.find_spec(f"qrsup.{name}").submodule_search_locations or [])
 )
+
+# The judge's verdicts on a candidate itself: the tuner learns from these alone (a run still
+# under way, or one whose judge's files had changed, says nothing about its config).
+ON_THE_CANDIDATE = JUDGE_VERDICTS - {Verdict.TAMPERED}
 
 
 def build_proposer(
@@ -59,7 +63,7 @@ def build_proposer(
         return [
             Sample(c.params, c.geomean_ns if c.verdict == "pass" else None, c.spec_means_ns or {})
             for c in store.candidates()
-            if c.family == spec.family and c.params is not None
+            if c.family == spec.family and c.params is not None and c.verdict in ON_THE_CANDIDATE
         ]
 
     return TunerProposer(

@@ -4,8 +4,11 @@ Each proposal starts from the parent's config point and either mutates one or tw
 class, choosing the class by how far the parent trails the best time seen on that class's specs
 and, within it, favouring knobs of the stage where the parent's profile spends its time, or
 recombines the parent with another strong point. Points already evaluated are never proposed
-again. Steering text may pin knobs (`panel_width=64`, `medium.update_warps=8`) or name a class
-to focus on. No network, no key.
+again, nor is a knob value that every evaluated point holding it (two at least) failed with,
+unless the parent holds it already: on the H200 a 15-minute loop spent 7 of its 77 evaluations
+on plain-TF32 settings that failed the factor gate, the same ones again and again
+(docs/benchmarks.md, 2026-12-02). Steering text may pin knobs (`panel_width=64`,
+`medium.update_warps=8`) or name a class to focus on. No network, no key.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ MAX_TRIES = 200
 CROSSOVER_PROBABILITY = 0.3
 JUMP_PROBABILITY = 0.2
 TOURNAMENT_SIZE = 3
+MIN_FAILURES = 2  # evaluated points that failed with a knob value before it is left alone
 STAGE_WEIGHT = 3.0  # a knob's pick weight is 1 + STAGE_WEIGHT x its stage's share of the time
 _PIN = re.compile(r"([A-Za-z_][\w-]*(?:\.[A-Za-z_]\w*)?)\s*=\s*([\w.\-\"']+)")
 
@@ -69,13 +73,17 @@ class TunerProposer:
         if parent is None or set(parent) != set(choices):
             parent = {**self.space.default_point(), **(parent or {})}
             parent = {k: v for k, v in parent.items() if k in choices}
-        samples = [s for s in self.history() if s.geomean_ns is not None]
+        history = self.history()
+        samples = [s for s in history if s.geomean_ns is not None]
+        failing = {(k, v) for k, v in failing_values(history) if parent.get(k) != v}
         pins, focus = self._steering(context.steering + context.advisor_ideas, choices)
         weights = self._class_weights(parent, samples, choices, focus)
         for _ in range(MAX_TRIES):
             point, hypothesis = self._offspring(
                 parent, samples, choices, weights, context.stage_shares
             )
+            if any(point.get(k) == v for k, v in failing):
+                continue
             point.update(pins)
             if pins:
                 hypothesis += f" (steered: {', '.join(f'{k}={v}' for k, v in pins.items())})"
@@ -196,6 +204,15 @@ class TunerProposer:
                         if value is not None:
                             pins[knob] = value
         return pins, focus
+
+
+def failing_values(samples: Sequence[Sample]) -> set[tuple[str, object]]:
+    """(knob, value) pairs held only by points that failed, by two at least."""
+    held: dict[tuple[str, object], list[bool]] = {}
+    for sample in samples:
+        for knob, value in sample.point.items():
+            held.setdefault((knob, value), []).append(sample.geomean_ns is None)
+    return {pair for pair, failed in held.items() if len(failed) >= MIN_FAILURES and all(failed)}
 
 
 def _ordered(values: tuple[object, ...]) -> bool:

@@ -107,3 +107,30 @@ def test_fast_space_round_trips_its_config():
     space = FastKernelSpace(ROOT / "kernels/fast/configs.toml")
     point = space.default_point()
     assert space.read(space.render(point)) == point
+
+
+def test_a_knob_value_that_only_ever_failed_is_not_proposed_again():
+    """Two failed points with one panel width and none passing with it: the tuner stays off
+    that width, while a width that failed only once stays in play."""
+    space = BlockedWySpace()
+    parent = space.default_point()
+    knob = "all.panel_width"
+    values = space.choices()[knob]
+    banned, once = 24, 48  # the parent's 32's neighbours, each a step away
+    assert {banned, once} <= set(values) and parent[knob] == 32
+    history = [
+        Sample({**parent, knob: banned}, None, {}),
+        Sample({**parent, knob: banned, "all.update_chunk": 64}, None, {}),
+        Sample({**parent, knob: once}, None, {}),
+        Sample(parent, 1.0, {}),
+    ]
+    tuner = TunerProposer(
+        space, SMOKE.benchmarks, lambda: history, lambda h: False, random.Random(4)
+    )
+    proposed = set()
+    for _ in range(200):
+        outcome = tuner.propose(context(space.render(parent)))
+        assert isinstance(outcome, Proposal)
+        proposed.add(outcome.params[knob])
+    assert banned not in proposed
+    assert once in proposed
