@@ -11,7 +11,7 @@ argument but A's is fixed for one plan (fresh outputs of one shape, scratch made
 compiled kernel is kept per A's strides, A's alignment and the device.
 
 T, which nothing reads after a single panel, lives in scratch made once per layout, so calls of
-one solver on one shape must share a stream, as they must for its CUDA graphs.
+one solver on one shape must not overlap on the device, as for its CUDA graphs.
 """
 
 from __future__ import annotations
