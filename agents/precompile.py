@@ -11,6 +11,7 @@ time, since the judge compiles whatever is missing as it always did.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -23,21 +24,23 @@ from pathlib import Path
 from qrsup.agents.spaces import embedded_config
 from qrsup.kernels.fast.config import dump_config
 from qrsup.kernels.judge.processes import kill_child_tree
+from qrsup.kernels.judge.protocol import LineReader
 from qrsup.kernels.schema import Candidate
 from qrsup.kernels.suites import Spec
 
 TIMEOUT_S = 300.0
 NICENESS = 10
+ANSWERED_POLL_S = 0.05  # how long a cancel looks for an answer already sent
 
 
-@dataclass(frozen=True)
 class Precompiler:
-    """Fills `cache` for GPUs of compute capability `arch` with `workers` compiler processes."""
+    """Fills `cache` for GPUs of compute capability `arch` with `workers` compiler processes,
+    through one compiler kept warm for the agent (precompile_server.py), started on first use
+    and again after a cancel or a death."""
 
-    cache: Path
-    arch: int
-    work: Path  # where the candidate's config file is written for the compiler
-    workers: int
+    def __init__(self, cache: Path, arch: int, work: Path, workers: int) -> None:
+        self.cache, self.arch, self.work, self.workers = cache, arch, work, workers
+        self._server: CompileServer | None = None
 
     @classmethod
     def for_device(cls, device: str, cache: Path, work: Path) -> Precompiler | None:
@@ -56,30 +59,12 @@ class Precompiler:
             return None
         configs = self.work / f"{candidate.id}.configs.toml"
         configs.write_text(dump_config(config))
-        output = self.work / f"{candidate.id}.precompile.log"
-        command = [
-            sys.executable,
-            "-m",
-            "qrsup.kernels.fast.precompile",
-            str(configs),
-            str(self.cache),
-            f"--arch={self.arch}",
-            f"--workers={self.workers}",
-            f"--parent={os.getpid()}",  # so that an agent's death ends it, held or not
-            *(f"--shape={spec.batch}x{spec.n}" for spec in specs),
-        ]
-        with output.open("w") as sink:  # a file, not a pipe: nobody reads while it runs
-            process = subprocess.Popen(
-                command,
-                stdin=subprocess.DEVNULL,
-                stdout=sink,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,  # its compiler workers go with it on a timeout
-            )
-        # Before it forks its workers (after its imports), which inherit the priority.
-        with contextlib.suppress(ProcessLookupError):
-            os.setpriority(os.PRIO_PROCESS, process.pid, NICENESS)
-        return Compilation(candidate.source, process, output, configs, time.monotonic())
+        if self._server is None or not self._server.alive():
+            self._server = CompileServer.start(self.arch, self.workers, self.work)
+        shapes = list(dict.fromkeys((spec.batch, spec.n) for spec in specs))
+        job = {"id": candidate.id, "configs": str(configs), "cache": str(self.cache)}
+        self._server.submit(job | {"shapes": shapes})
+        return Compilation(candidate.id, candidate.source, self._server, configs, time.monotonic())
 
     def __call__(self, candidate: Candidate, specs: Sequence[Spec]) -> str:
         """Compile and wait: a line for the agent's log ("" where the candidate embeds no
@@ -87,32 +72,65 @@ class Precompiler:
         compilation = self.start(candidate, specs)
         return compilation.wait() if compilation else ""
 
+    def close(self) -> None:
+        """End the warm compiler (it also ends with the agent)."""
+        if self._server is not None:
+            self._server.stop()
+            self._server = None
 
-@dataclass
-class Compilation:
-    """A compile under way, running on its own until waited for or cancelled."""
 
-    source: str  # the candidate's, which names what is being compiled
-    process: subprocess.Popen
-    output: Path  # its stdout and stderr
-    configs: Path
-    started: float  # time.monotonic()
+class CompileServer:
+    """The warm compiler's process, in a session of its own with its workers, at a low
+    priority, so another agent's judge on this host keeps its CPU."""
 
-    def wait(self) -> str:
-        """Its line for the agent's log, once it ends or overruns TIMEOUT_S from its start."""
-        self.hold(False)
-        remaining = max(0.0, self.started + TIMEOUT_S - time.monotonic())
-        try:
-            self.process.wait(timeout=remaining)
-        except subprocess.TimeoutExpired:
-            self.cancel()
-            return f"precompile: no answer in {TIMEOUT_S:g} s; the judge compiles instead"
-        lines = [line for line in self._read().splitlines() if line.strip()]
-        summary = next((line for line in lines if line.startswith("precompiled")), "")
-        if self.process.returncode == 0 and summary:
-            return summary
-        tail = lines[-1] if lines else f"exit status {self.process.returncode}"
-        return f"precompile failed ({summary or tail}); the judge compiles instead"
+    def __init__(self, process: subprocess.Popen, log: Path) -> None:
+        self.process, self.log = process, log
+        self._replies = LineReader(process.stdout.fileno()) if process.stdout else None
+
+    @classmethod
+    def start(cls, arch: int, workers: int, work: Path) -> CompileServer:
+        log = work / "precompile-server.log"
+        command = [
+            sys.executable,
+            "-m",
+            "qrsup.kernels.fast.precompile_server",
+            f"--arch={arch}",
+            f"--workers={workers}",
+            f"--parent={os.getpid()}",  # so that an agent's death ends it, held or not
+        ]
+        with log.open("a") as sink:
+            process = subprocess.Popen(
+                command,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=sink,
+                start_new_session=True,  # its compiler workers go with it
+            )
+        # Before it forks its workers (after its imports), which inherit the priority.
+        with contextlib.suppress(ProcessLookupError):
+            os.setpriority(os.PRIO_PROCESS, process.pid, NICENESS)
+        return cls(process, log)
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def submit(self, job: dict) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write((json.dumps(job) + "\n").encode())
+        self.process.stdin.flush()
+
+    def reply(self, job: str, timeout_s: float) -> dict | None:
+        """Job `job`'s reply (an earlier job's, left unread, is passed over); None where none
+        came within `timeout_s` or the server died."""
+        assert self._replies is not None
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                reply = json.loads(self._replies.read_line(deadline))
+            except (TimeoutError, EOFError, ValueError):
+                return None
+            if isinstance(reply, dict) and reply.get("id") == job:
+                return reply
 
     def hold(self, held: bool) -> None:
         """Stop it and its compiler workers (SIGSTOP to its process group), or let them go on.
@@ -122,18 +140,58 @@ class Compilation:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.process.pid, signal.SIGSTOP if held else signal.SIGCONT)
 
-    def cancel(self) -> None:
+    def stop(self) -> None:
         """End it and its compiler workers; what they finished stays in the cache."""
+        self.hold(False)
         kill_child_tree(self.process)
         self.process.wait()
-        self._read()
 
-    def _read(self) -> str:
-        try:
-            return self.output.read_text(errors="replace")
-        finally:
-            self.output.unlink(missing_ok=True)
-            self.configs.unlink(missing_ok=True)
+    def last_words(self) -> str:
+        lines = [line for line in self.log.read_text(errors="replace").splitlines() if line]
+        return lines[-1] if lines else f"exit status {self.process.returncode}"
+
+
+@dataclass
+class Compilation:
+    """One compile under way in the warm compiler, running on its own until waited for or
+    cancelled."""
+
+    job: str  # the candidate's id
+    source: str  # the candidate's, which names what is being compiled
+    server: CompileServer
+    configs: Path
+    started: float  # time.monotonic()
+
+    def wait(self) -> str:
+        """Its line for the agent's log, once it ends or overruns TIMEOUT_S from its start."""
+        self.hold(False)
+        remaining = max(0.0, self.started + TIMEOUT_S - time.monotonic())
+        reply = self.server.reply(self.job, remaining)
+        self.configs.unlink(missing_ok=True)
+        if reply is None:
+            timed_out = self.server.alive()
+            self.server.stop()
+            if timed_out:
+                return f"precompile: no answer in {TIMEOUT_S:g} s; the judge compiles instead"
+            return f"precompile failed ({self.server.last_words()}); the judge compiles instead"
+        if "error" in reply:
+            return f"precompile failed ({reply['error']}); the judge compiles instead"
+        failures = reply.get("failures") or []
+        if failures:
+            failed = f"{reply.get('summary')}: {failures[0]}"
+            return f"precompile failed ({failed}); the judge compiles instead"
+        return str(reply["summary"])
+
+    def hold(self, held: bool) -> None:
+        self.server.hold(held)
+
+    def cancel(self) -> None:
+        """Drop it: a reply already waiting is read, so the warm compiler serves on; a compile
+        still running ends with the compiler (the next one starts afresh), and what it finished
+        stays in the cache."""
+        if self.server.reply(self.job, ANSWERED_POLL_S) is None:
+            self.server.stop()
+        self.configs.unlink(missing_ok=True)
 
 
 def device_arch(device: str) -> int | None:

@@ -8,7 +8,9 @@ Like test_fast_aot.py, this module must not import Triton: the compiles run in c
 
 from __future__ import annotations
 
+import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -139,15 +141,76 @@ def test_a_compile_started_ahead_runs_on_its_own_until_cancelled(tmp_path):
     compilation = precompiler.start(
         _candidate(space.render(space.default_point())), [Spec(4, 32, 1, "dense", 1)]
     )
-    assert compilation is not None and compilation.process.poll() is None
+    assert compilation is not None and compilation.server.process.poll() is None
     compilation.hold(True)  # while the judge times, it and its workers stand still
-    assert _settles(compilation.process.pid, stopped=True)
+    assert _settles(compilation.server.process.pid, stopped=True)
     compilation.hold(False)
-    assert _settles(compilation.process.pid, stopped=False)
+    assert _settles(compilation.server.process.pid, stopped=False)
     compilation.hold(True)
     compilation.cancel()  # a held compile is ended too
-    assert compilation.process.returncode is not None
+    assert compilation.server.process.returncode is not None
     assert not list(tmp_path.glob("*.configs.toml")) and not list(tmp_path.glob("*.precompile.log"))
+
+
+def test_one_warm_compiler_serves_an_agents_candidates_in_turn(cuda_compiler, tmp_path):
+    """The second candidate's compile goes to the same process, which compiles only what the
+    first did not; a cancel after its answer came keeps that process serving."""
+    space = FastKernelSpace(CONFIGS)
+    precompiler = Precompiler(tmp_path / "triton", 90, tmp_path, workers=2)
+    specs = [Spec(4, 32, 1, "dense", 1)]
+    try:
+        first = precompiler.start(_candidate(space.render(space.default_point())), specs)
+        assert first is not None
+        assert "(0 already cached)" in first.wait()
+        changed = space.default_point() | {"single-panel.update_warps": 2}
+        second = precompiler.start(_candidate(space.render(changed)), specs)
+        assert second is not None and second.server is first.server
+        line = second.wait()
+        assert line.startswith("precompiled ") and "already cached" in line
+        assert "(0 already cached)" not in line, line  # the unchanged kernels were found
+        third = precompiler.start(_candidate(space.render(changed)), specs)
+        assert third is not None
+        replies = third.server.process.stdout
+        assert replies is not None
+        assert select.select([replies.fileno()], [], [], 120)[0]  # its answer is in, unread
+        third.cancel()
+        assert third.server.alive()
+        assert precompiler.start(_candidate(space.render(changed)), specs).server is third.server
+    finally:
+        precompiler.close()
+
+
+def test_a_dead_warm_compiler_is_a_log_line_and_the_next_compile_starts_another(tmp_path):
+    space = FastKernelSpace(CONFIGS)
+    precompiler = Precompiler(tmp_path / "triton", 90, tmp_path, workers=1)
+    specs = [Spec(4, 32, 1, "dense", 1)]
+    try:
+        compilation = precompiler.start(_candidate(space.render(space.default_point())), specs)
+        assert compilation is not None
+        os.killpg(compilation.server.process.pid, signal.SIGKILL)
+        line = compilation.wait()
+        assert line.startswith("precompile failed (") and "the judge compiles instead" in line
+        again = precompiler.start(_candidate(space.render(space.default_point())), specs)
+        assert again is not None and again.server is not compilation.server
+        assert again.server.alive()
+    finally:
+        precompiler.close()
+
+
+def test_the_warm_compiler_answers_a_bad_job_line_and_serves_on(tmp_path):
+    server = subprocess.run(
+        [sys.executable, "-m", "qrsup.kernels.fast.precompile_server", "--arch=90"],
+        input='not json\n{"id": "c-1", "configs": "%s"}\n' % (tmp_path / "none.toml"),
+        env=_compiled_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert server.returncode == 0, server.stderr[-3000:]
+    replies = [json.loads(line) for line in server.stdout.splitlines()]
+    assert replies[0]["id"] is None and "not a JSON job line" in replies[0]["error"]
+    assert replies[1]["id"] == "c-1" and "cannot read the job" in replies[1]["error"]
 
 
 def test_no_precompiler_without_a_gpu_nvml_can_name():
@@ -217,11 +280,14 @@ def test_a_held_compile_and_its_workers_end_when_the_agent_that_started_it_dies(
         [
             sys.executable,
             "-c",
-            "import os, subprocess, sys, time\n"
-            "compile = subprocess.Popen([sys.executable, '-m', 'qrsup.kernels.fast.precompile',"
-            f" {str(CONFIGS)!r}, {str(tmp_path / 'triton')!r}, '--arch=90', '--shape=64x512',"
-            " '--shape=8x2048', '--workers=2', f'--parent={os.getpid()}'],"
-            " start_new_session=True)\n"
+            "import json, os, subprocess, sys, time\n"
+            "compile = subprocess.Popen([sys.executable, '-m',"
+            " 'qrsup.kernels.fast.precompile_server', '--arch=90', '--workers=2',"
+            " f'--parent={os.getpid()}'], stdin=subprocess.PIPE, start_new_session=True)\n"
+            f"job = {{'id': 'c-1', 'configs': {str(CONFIGS)!r},"
+            f" 'cache': {str(tmp_path / 'triton')!r}, 'shapes': [[64, 512], [8, 2048]]}}\n"
+            "compile.stdin.write((json.dumps(job) + '\\n').encode())\n"
+            "compile.stdin.flush()\n"
             "print(compile.pid, flush=True)\n"
             "time.sleep(600)\n",
         ],
