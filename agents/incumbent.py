@@ -22,9 +22,11 @@ from qrsup.agents.spaces import space_for
 from qrsup.agents.store import Store
 from qrsup.agents.tuner import source_hash
 from qrsup.kernels.judge.locks import file_lock
+from qrsup.kernels.judge.report import JudgeReport
 from qrsup.kernels.schema import Candidate, Verdict
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+INCUMBENT_CRASH_RETRIES = 2
 
 
 class IncumbentError(RuntimeError):
@@ -87,10 +89,10 @@ def bootstrap_incumbent(
             path = paths.root / f"{incumbent.row.id}.py"
             path.write_text(incumbent.row.source)
             result = evaluator.full(path, progress)
-            while (
-                result.report.verdict == Verdict.LOST_NODE
-            ):  # nothing was judged: the cluster's fault
-                log.write(f"the incumbent's evaluation lost its node: {result.report.reason}")
+            crashes = 0
+            while again := _judge_again(result.report, crashes):
+                log.write(f"the incumbent's evaluation {again}; judging it again")
+                crashes += result.report.verdict == Verdict.CRASH
                 result = evaluator.full(path, progress)
             store.add_evaluation(
                 incumbent.row.id,
@@ -106,6 +108,19 @@ def bootstrap_incumbent(
                 )
             incumbent = Incumbent.load(store)
         return incumbent
+
+
+def _judge_again(report: JudgeReport, crashes: int) -> str:
+    """Why the incumbent's evaluation is run again, or "". A lost node judged nothing. A crash
+    is most often a judge process killed from outside (the shipped incumbent passed before): an
+    agent that gave up on it would die with its session unstarted, so it is judged again, up to
+    INCUMBENT_CRASH_RETRIES times; a crash that persists is the incumbent's."""
+    first_line = report.reason.splitlines()[0] if report.reason else ""
+    if report.verdict == Verdict.LOST_NODE:
+        return f"lost its node: {first_line}"
+    if report.verdict == Verdict.CRASH and crashes < INCUMBENT_CRASH_RETRIES:
+        return f"crashed ({first_line}, {crashes + 1} of {INCUMBENT_CRASH_RETRIES})"
+    return ""
 
 
 def _register(session: SessionConfig, store: Store, device: str, log: AgentLog) -> None:
