@@ -11,9 +11,11 @@ import pytest
 from qrsup.kernels.executors.ray_executor import RayExecutor
 from qrsup.kernels.executors.ray_target import RayTarget
 from qrsup.kernels.executors.slot import read_slot
+from qrsup.kernels.judge.protocol import MAX_LINE_BYTES
 from qrsup.kernels.judge.runner import JudgeConfig
 from qrsup.kernels.profiling.candidate import profile_candidate
 from qrsup.kernels.schema import ProgressUpdate
+from qrsup.kernels.suites import SMOKE
 
 from tests.conftest import CANDIDATES, FAST_TIMEOUTS, TINY
 from tests.loop_helpers import wait_for
@@ -99,6 +101,23 @@ def test_a_profile_on_the_cluster_brings_its_trace_back_by_value(
     )
     assert result.to_dict().get("figures"), result.to_text()
     assert trace.is_file() and trace.read_bytes()[:2] == b"\x1f\x8b"  # gzipped, as asked
+
+
+def test_a_trace_larger_than_a_protocol_line_comes_back_in_its_result(
+    ray_cluster, make_executor, tmp_path
+):
+    """A run's result is one line: a profile of the blocked-WY candidate on a smoke spec keeps
+    a trace of megabytes, past the protocol's usual cap, which once made its run wait for ever
+    for a cluster that was there."""
+    executor = make_executor(lambda: RayTarget(ray_cluster.address))
+    candidate = tmp_path / "c-blocked.py"
+    candidate.write_text((CANDIDATES / "blocked_wy.py").read_text())
+    trace = tmp_path / "profiles" / "c-blocked.trace.json"
+    result = profile_candidate(
+        candidate, SMOKE, "cpu", 1, timeouts=FAST_TIMEOUTS, trace_out=trace, executor=executor
+    )
+    assert result.to_dict().get("figures"), result.to_text()
+    assert trace.stat().st_size > MAX_LINE_BYTES
 
 
 def test_a_node_lost_mid_run_is_retried_once_on_the_other_node(

@@ -22,6 +22,10 @@ from qrsup.kernels.judge.processes import kill_tree
 from qrsup.kernels.judge.protocol import LineReader
 
 EXIT_WAIT_S = 10.0
+# A run's result is one line, its kept files inside it: a profile's Chrome trace of one smoke spec
+# on the CPU was 13.6 MB, 18 MB in base64; the protocol's default 1 MiB cap made every such
+# result look like the driver's death, and the run waited for a cluster that was there.
+MAX_RESULT_LINE_BYTES = 1 << 30
 
 
 class RayDriver:
@@ -30,6 +34,7 @@ class RayDriver:
     def __init__(self, target: RayTarget) -> None:
         self.target = target
         self.fresh = True  # it has not answered a request yet: it still has to connect
+        self.unreadable = False  # it sent a line that could not be read: its lines are out of step
         read_fd, write_fd = os.pipe()
         self._stderr: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 - closed by close()
         self._process = subprocess.Popen(
@@ -42,7 +47,7 @@ class RayDriver:
         )
         os.close(write_fd)
         self._read_fd = read_fd
-        self.reader = LineReader(read_fd)
+        self.reader = LineReader(read_fd, MAX_RESULT_LINE_BYTES)
 
     def serves(self, target: RayTarget) -> bool:
         """Whether this driver is alive and joined to `target` (the local instance may move)."""

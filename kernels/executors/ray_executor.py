@@ -23,6 +23,7 @@ from qrsup.kernels.executors.base import JudgeExecutor
 from qrsup.kernels.executors.job import JobResult, JudgeJob
 from qrsup.kernels.executors.ray_driver import RayDriver
 from qrsup.kernels.executors.ray_submit import SubmitRequest
+from qrsup.kernels.executors.ray_support import one_line
 from qrsup.kernels.executors.ray_target import RayTarget
 from qrsup.kernels.executors.slot import SlotWriter
 from qrsup.kernels.judge.protocol import ChannelClosed, ChannelTimeout, ProtocolError
@@ -118,7 +119,7 @@ class RayExecutor(JudgeExecutor):
         try:
             driver.send(request)
             outcome = self._follow(driver, progress)
-            ended = not isinstance(outcome, Unreachable)
+            ended = not isinstance(outcome, Unreachable) and not driver.unreadable
             return outcome
         except BrokenPipeError:  # it died before reading the request
             return Unreachable(driver.death())
@@ -148,8 +149,14 @@ class RayExecutor(JudgeExecutor):
             except ChannelTimeout:
                 waited = f"{self.connect_timeout_s:g} s"
                 return Unreachable(f"no connection to {address} in {waited}")
-            except (ChannelClosed, ProtocolError, ValueError):
+            except ChannelClosed:
                 return Unreachable(driver.death())
+            except (ProtocolError, ValueError) as exc:
+                # The driver lives and the cluster is there: waiting for it would wait forever.
+                driver.unreadable = True
+                reason = f"the Ray driver sent a line the executor cannot read: {one_line(exc)}"
+                self.note(reason)
+                return JobResult({"verdict": "error", "reason": reason, "specs": []}), placement
             kind = message.pop("kind")
             marks[kind] = time.monotonic() - started
             if kind == "connected":

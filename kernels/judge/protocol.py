@@ -36,6 +36,7 @@ class LineReader:
     def __init__(self, fd: int, max_line_bytes: int = MAX_LINE_BYTES) -> None:
         self._fd = fd
         self._buffer = bytearray()
+        self._scanned = 0  # the buffer's bytes known to hold no newline
         self._max = max_line_bytes
 
     def read_line(
@@ -43,11 +44,13 @@ class LineReader:
     ) -> bytes:
         """The next line (without its newline); `on_tick` runs about every 50 ms while waiting."""
         while True:
-            newline = self._buffer.find(b"\n")
+            newline = self._buffer.find(b"\n", self._scanned)
             if newline >= 0:
                 line = bytes(self._buffer[:newline])
                 del self._buffer[: newline + 1]
+                self._scanned = 0
                 return line
+            self._scanned = len(self._buffer)  # a long line is searched once, not per chunk
             if len(self._buffer) > self._max:
                 raise ProtocolError(f"message longer than {self._max} bytes")
             wait = 0.05
