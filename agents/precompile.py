@@ -169,7 +169,7 @@ class Compilation:
         reply = self.server.reply(self.job, remaining)
         self.configs.unlink(missing_ok=True)
         if reply is None:
-            timed_out = self.server.alive()
+            timed_out = time.monotonic() >= self.started + TIMEOUT_S  # else it died
             self.server.stop()
             if timed_out:
                 return f"precompile: no answer in {TIMEOUT_S:g} s; the judge compiles instead"
