@@ -430,7 +430,7 @@ def test_lookahead_path_passes_and_matches_the_plain_launches(
     """In the interpreter the panel program runs before the update programs of its launch, so a
     T slot shared by the two, or a column both touch, shows up here as a wrong factor."""
     solver = _solver_with(tmp_path, **LOOKAHEAD)
-    plan = solver._plan(-1, batch, n)
+    plan, _ = solver._plan(-1, batch, n)
     assert plan is not None and any(isinstance(op, LookaheadOp) for op in plan.ops)
     a = generate_input(Spec(batch=batch, n=n, cond=2, case=case, seed=13), device=DEVICE)
     h, tau = solver(a)
@@ -453,7 +453,7 @@ def test_row_split_panels_pass_the_gates(
     """Slab QR, stacked-R join and V rebuild (panel_split.py) on panels of 2–4 slabs, the last
     one as short as a single row (n = 65)."""
     solver = _solver_with(tmp_path, **SPLIT_PANELS)
-    plan = solver._plan(-1, batch, n)
+    plan, _ = solver._plan(-1, batch, n)
     assert plan is not None
     split = [op for op in plan.ops if isinstance(op, SplitPanelOp)]
     assert split and max(op.slabs for op in split) >= 3
@@ -509,7 +509,7 @@ def test_cublas_updates_pass_the_gates(
     """Every block's trailing update through batched GEMMs (library_update.py); the updates
     inside a block stay Triton's."""
     solver = _solver_with(tmp_path, **CUBLAS_UPDATES)
-    plan = solver._plan(-1, batch, n)
+    plan, _ = solver._plan(-1, batch, n)
     assert plan is not None and plan.library_updates
     updates = [op for op in plan.ops if isinstance(op, UpdateOp)]
     assert {op.library for op in updates} == {True, False}

@@ -25,8 +25,8 @@ class FastGeqrf:
     def __init__(self, config: Config) -> None:
         self.config = config
         self._graphs = GraphCache()
-        self._plans: dict[tuple[int, int, int], Plan | None] = {}
-        self._single: dict[tuple[int, int, int], SinglePanelLaunch | None] = {}
+        # Per (device, batch, n): the plan, and its dispatch-free launch where it has one.
+        self._plans: dict[tuple[int, int, int], tuple[Plan | None, SinglePanelLaunch | None]] = {}
 
     def __call__(
         self, a: torch.Tensor, *, check_finite: bool = True
@@ -38,10 +38,9 @@ class FastGeqrf:
         batch, n = a.shape[0], a.shape[-1]
         if a.numel() == 0:
             return a.clone(memory_format=torch.contiguous_format), a.new_zeros((batch, n))
-        plan = self._plan(a.get_device(), batch, n)
+        plan, single = self._plan(a.get_device(), batch, n)
         if plan is None:
             return _fallback(a, check_finite)
-        single = self._single_launch(a.get_device(), batch, n, plan) if a.is_cuda else None
         if single is not None:
             h, tau, amax = single(a)
         elif plan.shape.graph and a.is_cuda:
@@ -55,24 +54,19 @@ class FastGeqrf:
             raise NonFiniteInputError("geqrf: A contains NaN or Inf")
         return h, tau
 
-    def _single_launch(
-        self, device_index: int, batch: int, n: int, plan: Plan
-    ) -> SinglePanelLaunch | None:
-        """The dispatch-free launch of a one-panel plan (single_launch.py), made once; such a
-        plan has no launches for a CUDA graph to gather, so its `graph` setting is moot."""
-        key = (device_index, batch, n)
-        if key not in self._single:
-            op = single_panel(plan)
-            self._single[key] = SinglePanelLaunch(plan, op) if op else None
-        return self._single[key]
-
-    def _plan(self, device_index: int, batch: int, n: int) -> Plan | None:
+    def _plan(
+        self, device_index: int, batch: int, n: int
+    ) -> tuple[Plan | None, SinglePanelLaunch | None]:
         """The plan of one shape on one device (-1: the CPU), from its architecture's configs,
-        looked up once: small shapes pay for every host microsecond."""
+        and on a GPU the dispatch-free launch of a one-panel plan (single_launch.py; such a plan
+        has no launches for a CUDA graph to gather, so its `graph` setting is moot), made once:
+        small shapes pay for every host microsecond."""
         key = (device_index, batch, n)
         if key not in self._plans:
             shape = self.config.for_arch(_arch(device_index)).for_shape(batch, n)
-            self._plans[key] = make_plan(batch, n, shape)
+            plan = make_plan(batch, n, shape)
+            op = single_panel(plan) if plan is not None and device_index >= 0 else None
+            self._plans[key] = (plan, SinglePanelLaunch(plan, op) if plan and op else None)
         return self._plans[key]
 
 
