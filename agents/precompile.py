@@ -31,6 +31,7 @@ from qrsup.kernels.suites import Spec
 TIMEOUT_S = 300.0
 NICENESS = 10
 ANSWERED_POLL_S = 0.05  # how long a cancel looks for an answer already sent
+JUDGE_COMPILES = "the judge compiles instead"
 
 
 class Precompiler:
@@ -172,14 +173,13 @@ class Compilation:
             timed_out = time.monotonic() >= self.started + TIMEOUT_S  # else it died
             self.server.stop()
             if timed_out:
-                return f"precompile: no answer in {TIMEOUT_S:g} s; the judge compiles instead"
-            return f"precompile failed ({self.server.last_words()}); the judge compiles instead"
+                return f"precompile: no answer in {TIMEOUT_S:g} s; {JUDGE_COMPILES}"
+            return f"precompile failed ({self.server.last_words()}); {JUDGE_COMPILES}"
         if "error" in reply:
-            return f"precompile failed ({reply['error']}); the judge compiles instead"
+            return f"precompile failed ({reply['error']}); {JUDGE_COMPILES}"
         failures = reply.get("failures") or []
         if failures:
-            failed = f"{reply.get('summary')}: {failures[0]}"
-            return f"precompile failed ({failed}); the judge compiles instead"
+            return f"precompile failed ({reply.get('summary')}: {failures[0]}); {JUDGE_COMPILES}"
         return str(reply["summary"])
 
     def hold(self, held: bool) -> None:
