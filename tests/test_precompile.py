@@ -20,7 +20,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from qrsup.agents.precompile import Precompiler, device_arch
+from qrsup.agents.precompile import Compilation, Precompiler, device_arch
 from qrsup.agents.spaces import FastKernelSpace
 from qrsup.kernels.judge.triton_cache import MANAGER_ENV
 from qrsup.kernels.schema import Candidate
@@ -152,49 +152,57 @@ def test_a_compile_started_ahead_runs_on_its_own_until_cancelled(tmp_path):
     assert not list(tmp_path.glob("*.configs.toml")) and not list(tmp_path.glob("*.precompile.log"))
 
 
-def test_one_warm_compiler_serves_an_agents_candidates_in_turn(cuda_compiler, tmp_path):
+WARM_SPECS = [Spec(4, 32, 1, "dense", 1)]
+
+
+@pytest.fixture
+def warm_precompiler(tmp_path):
+    """An agent's precompiler, its warm compiler ended after the test."""
+    precompiler = Precompiler(tmp_path / "triton", 90, tmp_path, workers=2)
+    yield precompiler
+    precompiler.close()
+
+
+def _start(precompiler: Precompiler, **changes: object) -> Compilation:
+    """The compile of the shipped config with `changes` (knob: value), for WARM_SPECS."""
+    space = FastKernelSpace(CONFIGS)
+    compilation = precompiler.start(
+        _candidate(space.render(space.default_point() | changes)), WARM_SPECS
+    )
+    assert compilation is not None
+    return compilation
+
+
+def test_one_warm_compiler_serves_an_agents_candidates_in_turn(cuda_compiler, warm_precompiler):
     """The second candidate's compile goes to the same process, which compiles only what the
     first did not; a cancel after its answer came keeps that process serving."""
-    space = FastKernelSpace(CONFIGS)
-    precompiler = Precompiler(tmp_path / "triton", 90, tmp_path, workers=2)
-    specs = [Spec(4, 32, 1, "dense", 1)]
-    try:
-        first = precompiler.start(_candidate(space.render(space.default_point())), specs)
-        assert first is not None
-        assert "(0 already cached)" in first.wait()
-        changed = space.default_point() | {"single-panel.update_warps": 2}
-        second = precompiler.start(_candidate(space.render(changed)), specs)
-        assert second is not None and second.server is first.server
-        line = second.wait()
-        assert line.startswith("precompiled ") and "already cached" in line
-        assert "(0 already cached)" not in line, line  # the unchanged kernels were found
-        third = precompiler.start(_candidate(space.render(changed)), specs)
-        assert third is not None
-        replies = third.server.process.stdout
-        assert replies is not None
-        assert select.select([replies.fileno()], [], [], 120)[0]  # its answer is in, unread
-        third.cancel()
-        assert third.server.alive()
-        assert precompiler.start(_candidate(space.render(changed)), specs).server is third.server
-    finally:
-        precompiler.close()
+    first = _start(warm_precompiler)
+    assert "(0 already cached)" in first.wait()
+    changed = {"single-panel.update_warps": 2}
+    second = _start(warm_precompiler, **changed)
+    assert second.server is first.server
+    line = second.wait()
+    assert line.startswith("precompiled ") and "already cached" in line
+    assert "(0 already cached)" not in line, line  # the unchanged kernels were found
+    third = _start(warm_precompiler, **changed)
+    replies = third.server.process.stdout
+    assert replies is not None
+    assert select.select([replies.fileno()], [], [], 120)[0]  # its answer is in, unread
+    third.cancel()
+    assert third.server.alive()
+    assert _start(warm_precompiler, **changed).server is third.server
 
 
-def test_a_dead_warm_compiler_is_a_log_line_and_the_next_compile_starts_another(tmp_path):
-    space = FastKernelSpace(CONFIGS)
-    precompiler = Precompiler(tmp_path / "triton", 90, tmp_path, workers=1)
-    specs = [Spec(4, 32, 1, "dense", 1)]
-    try:
-        compilation = precompiler.start(_candidate(space.render(space.default_point())), specs)
-        assert compilation is not None
-        os.killpg(compilation.server.process.pid, signal.SIGKILL)
-        line = compilation.wait()
-        assert line.startswith("precompile failed (") and "the judge compiles instead" in line
-        again = precompiler.start(_candidate(space.render(space.default_point())), specs)
-        assert again is not None and again.server is not compilation.server
-        assert again.server.alive()
-    finally:
-        precompiler.close()
+def test_a_dead_warm_compiler_is_a_log_line_and_the_next_compile_starts_another(
+    warm_precompiler,
+):
+    compilation = _start(warm_precompiler)
+    os.killpg(compilation.server.process.pid, signal.SIGKILL)
+    line = compilation.wait()
+    assert line.startswith("precompile failed (") and "the judge compiles instead" in line
+    again = _start(warm_precompiler)
+    assert again.server is not compilation.server
+    assert again.server.alive()
 
 
 def test_the_warm_compiler_answers_a_bad_job_line_and_serves_on(tmp_path):

@@ -15,7 +15,7 @@ from qrsup.kernels.judge.protocol import MAX_LINE_BYTES
 from qrsup.kernels.judge.runner import JudgeConfig
 from qrsup.kernels.profiling.candidate import profile_candidate
 from qrsup.kernels.schema import ProgressUpdate
-from qrsup.kernels.suites import SMOKE
+from qrsup.kernels.suites import SMOKE, Suite
 
 from tests.conftest import CANDIDATES, FAST_TIMEOUTS, TINY
 from tests.loop_helpers import wait_for
@@ -89,17 +89,25 @@ def test_a_judge_run_on_a_worker_node_reports_as_on_this_host_and_says_where(ray
     assert wait_for(lambda: not session_processes(), 30, "the run's processes to end")
 
 
+def _profile_on_cluster(
+    executor: RayExecutor, tmp_path: Path, shipped: str, suite: Suite, spec: int, trace_name: str
+) -> Path:
+    """Profile a shipped candidate on the cluster, keeping its trace: where the trace landed."""
+    candidate = tmp_path / f"c-{Path(shipped).stem}.py"
+    candidate.write_text((CANDIDATES / shipped).read_text())
+    trace = tmp_path / "profiles" / trace_name
+    result = profile_candidate(
+        candidate, suite, "cpu", spec, timeouts=FAST_TIMEOUTS, trace_out=trace, executor=executor
+    )
+    assert result.to_dict().get("figures"), result.to_text()
+    return trace
+
+
 def test_a_profile_on_the_cluster_brings_its_trace_back_by_value(
     ray_cluster, make_executor, tmp_path
 ):
     executor = make_executor(lambda: RayTarget(ray_cluster.address))
-    candidate = tmp_path / "c-geqrf.py"
-    candidate.write_text((CANDIDATES / "torch_geqrf.py").read_text())
-    trace = tmp_path / "profiles" / "c-geqrf.trace.json.gz"
-    result = profile_candidate(
-        candidate, TINY, "cpu", 0, timeouts=FAST_TIMEOUTS, trace_out=trace, executor=executor
-    )
-    assert result.to_dict().get("figures"), result.to_text()
+    trace = _profile_on_cluster(executor, tmp_path, "torch_geqrf.py", TINY, 0, "t.json.gz")
     assert trace.is_file() and trace.read_bytes()[:2] == b"\x1f\x8b"  # gzipped, as asked
 
 
@@ -110,13 +118,7 @@ def test_a_trace_larger_than_a_protocol_line_comes_back_in_its_result(
     a trace of megabytes, past the protocol's usual cap, which once made its run wait for ever
     for a cluster that was there."""
     executor = make_executor(lambda: RayTarget(ray_cluster.address))
-    candidate = tmp_path / "c-blocked.py"
-    candidate.write_text((CANDIDATES / "blocked_wy.py").read_text())
-    trace = tmp_path / "profiles" / "c-blocked.trace.json"
-    result = profile_candidate(
-        candidate, SMOKE, "cpu", 1, timeouts=FAST_TIMEOUTS, trace_out=trace, executor=executor
-    )
-    assert result.to_dict().get("figures"), result.to_text()
+    trace = _profile_on_cluster(executor, tmp_path, "blocked_wy.py", SMOKE, 1, "t.json")
     assert trace.stat().st_size > MAX_LINE_BYTES
 
 
