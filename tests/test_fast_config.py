@@ -173,6 +173,28 @@ def test_blocks_update_the_trailing_matrix_once_each() -> None:
     assert sum(isinstance(op, TFactorOp) for op in plan.ops) == 4
 
 
+def test_updates_inside_a_block_take_the_inner_tile_and_trailing_ones_the_update_tile() -> None:
+    shape = dataclasses.replace(
+        load_config(DEFAULT_CONFIGS).for_shape(640, 512),
+        block_width=64,
+        panel_width=16,
+        update_block_m=64,
+        update_block_n=64,
+        update_warps=4,
+        inner_update_block_m=128,
+        inner_update_block_n=16,
+        inner_update_warps=2,
+    )
+    plan = make_plan(640, 512, shape)
+    assert plan is not None
+    updates = [op for op in plan.ops if isinstance(op, UpdateOp)]
+    inner = [op for op in updates if op.nb == 16]
+    trailing = [op for op in updates if op.nb == 64]
+    assert len(inner) == 8 * 3 and len(trailing) == 7
+    assert {(op.block_m, op.block_n, op.warps) for op in inner} == {(128, 16, 2)}
+    assert {(op.block_m, op.block_n, op.warps) for op in trailing} == {(64, 64, 4)}
+
+
 def test_dumped_configs_read_back_unchanged(tmp_path: Path) -> None:
     config = load_config(DEFAULT_CONFIGS)
     path = tmp_path / "configs.toml"

@@ -123,7 +123,7 @@ def test_a_plan_mixing_panel_widths_passes() -> None:
     for col, nb in ((0, 8), (8, 16), (24, 8), (32, 16)):
         ops.append(PanelOp(col=col, nb=nb, block_m=next_pow2(45 - col), warps=1, t_offset=0))
         if col + nb < 45:
-            ops.append(UpdateOp(col, nb, 16, 0, col + nb, 45, slab_rows=0))
+            ops.append(UpdateOp(col, nb, 16, 0, col + nb, 45, 0, shape.update_block_m, 16, 1))
     plan = Plan(batch=2, n=45, ops=tuple(ops), t_width=16, w_width=0, g_slabs=0, shape=shape)
     a = torch.randn(2, 45, 45, device=DEVICE)
     out = Buffers.allocate(a, plan)
@@ -417,8 +417,33 @@ def test_per_product_precisions_and_row_split_gram_pass(tmp_path: Path) -> None:
     _assert_passes(a, h, tau)
 
 
+def test_an_inner_tile_unlike_the_trailing_one_launches_and_passes(tmp_path: Path) -> None:
+    """Updates inside a block and trailing ones launch with their own tiles and warps; only
+    the summation order changes, so the factors agree closely with one tile for both."""
+    knobs = {"block_width": 32, "panel_width": 8, "update_split_below": 0, "lookahead": False}
+    knobs |= {"update_block_m": 32, "update_block_n": 32, "update_warps": 4}
+    same = _solver_with(tmp_path, **knobs, inner_update_block_m=32, inner_update_block_n=32)
+    inner = {"inner_update_block_m": 16, "inner_update_block_n": 16, "inner_update_warps": 1}
+    own = _solver_with(tmp_path, **knobs, **inner)
+    plan, _ = own._plan(-1, 2, 70)
+    assert plan is not None
+    tiles = {
+        (op.nb, op.block_m, op.block_n, op.warps) for op in plan.ops if isinstance(op, UpdateOp)
+    }
+    assert tiles == {(8, 16, 16, 1), (32, 32, 32, 4)}
+    for case in ("dense", "mixed"):
+        a = generate_input(Spec(batch=2, n=70, cond=2, case=case, seed=5), device=DEVICE)
+        h, tau = own(a)
+        _assert_passes(a, h, tau)
+        if case == "dense":
+            h_same, tau_same = same(a)
+            assert torch.allclose(h, h_same, rtol=1e-3, atol=1e-4)
+            assert torch.allclose(tau, tau_same, atol=1e-5)
+
+
 LOOKAHEAD = {"lookahead": True, "block_width": 32, "panel_width": 8, "update_split_below": 0}
 LOOKAHEAD |= {"update_block_m": 16, "update_block_n": 16}
+LOOKAHEAD |= {"inner_update_block_m": 16, "inner_update_block_n": 16}
 
 
 @pytest.mark.parametrize(

@@ -59,6 +59,13 @@ class ShapeConfig:
     """Trailing columns per update program."""
     update_warps: int
     """Warps per update program."""
+    inner_update_block_m: int
+    """Rows per step of the updates inside a block (panel_width reflectors on the block's own
+    columns, fewer than block_width): narrower and shorter-lived than the trailing updates."""
+    inner_update_block_n: int
+    """Columns per program of the updates inside a block."""
+    inner_update_warps: int
+    """Warps per program of the updates inside a block."""
     update_stages: int
     """Software-pipelining depth of the update's row loops."""
     update_split_below: int
@@ -265,6 +272,8 @@ def _parse_shape(raw: object, space: dict[str, tuple[object, ...]], where: str) 
         "max_panel_elems",
         "update_block_m",
         "update_block_n",
+        "inner_update_block_m",
+        "inner_update_block_n",
         "fused_warps",
     ):
         value = getattr(shape, key)

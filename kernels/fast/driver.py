@@ -165,9 +165,9 @@ def _update(src: torch.Tensor, plan: Plan, op: UpdateOp, out: Buffers) -> None:
         precisions = (shape.update_precision, shape.update_apply_precision)
         library_update(src, h, t, out.scale, *span, *precisions)
         return
-    col_blocks = triton.cdiv(op.c_end - op.c_start, shape.update_block_n)
-    tiles = dict(NBP=op.dot_width, BM=shape.update_block_m, BN=shape.update_block_n)
-    tiles |= dict(PRECISION=shape.update_precision, num_warps=shape.update_warps)
+    col_blocks = triton.cdiv(op.c_end - op.c_start, op.block_n)
+    tiles = dict(NBP=op.dot_width, BM=op.block_m, BN=op.block_n)
+    tiles |= dict(PRECISION=shape.update_precision, num_warps=op.warps)
     apply = dict(APPLY_PRECISION=shape.update_apply_precision)
     span = (plan.n, op.col, op.nb, op.c_start, op.c_end)
     if not op.slab_rows:
@@ -183,7 +183,7 @@ def _update(src: torch.Tensor, plan: Plan, op: UpdateOp, out: Buffers) -> None:
         src, h, w, out.amax, *span, op.slab_rows, *src.stride(), *h.stride(),
         w.stride(0), w.stride(1), num_stages=shape.update_stages, **tiles,
     )  # fmt: skip
-    row_blocks = triton.cdiv(plan.n - op.col, shape.update_block_m)
+    row_blocks = triton.cdiv(plan.n - op.col, op.block_m)
     qr_update_apply_kernel[(plan.batch, col_blocks, row_blocks)](
         src, h, w, t, out.amax, *span, *src.stride(), *h.stride(),
         w.stride(0), w.stride(1), t.stride(0), t.stride(1), **tiles, **apply,
@@ -194,11 +194,11 @@ def _lookahead(src: torch.Tensor, plan: Plan, op: LookaheadOp, out: Buffers) -> 
     shape, h, up, panel = plan.shape, out.h, op.update, op.panel
     t = _t_at(plan, out, up.t_slot, up.t_offset)
     tp = _t_at(plan, out, panel.t_slot, panel.t_offset)
-    rest = triton.cdiv(max(0, up.c_end - op.rest_start), shape.update_block_n)
+    rest = triton.cdiv(max(0, up.c_end - op.rest_start), up.block_n)
     qr_lookahead_kernel[(plan.batch, 1 + rest)](
         src, h, out.tau, t, tp, out.amax, plan.n, up.col, up.nb, panel.col, up.c_end,
         *src.stride(), *h.stride(), out.tau.stride(0), t.stride(0), t.stride(1),
-        NBP=up.dot_width, BM=shape.update_block_m, BN=shape.update_block_n,
+        NBP=up.dot_width, BM=up.block_m, BN=up.block_n,
         PANEL_M=panel.block_m, PNB=panel.nb, PNBP=dot_width(panel.nb),
         PRECISION=shape.update_precision, APPLY_PRECISION=shape.update_apply_precision,
         PAIR_REDUCE=shape.panel_pair_reduce and src.is_cuda,

@@ -85,6 +85,11 @@ class UpdateOp:
     c_end: int
     slab_rows: int
     """0: one fused program per column block; else row slabs of this many rows (update_split)."""
+    block_m: int
+    """Rows per step of its programs."""
+    block_n: int
+    """Columns per program."""
+    warps: int
     t_slot: int = 0
     library: bool = False
     """Run by cuBLAS's batched GEMMs instead of Triton's programs (library_update.py)."""
@@ -202,7 +207,7 @@ def make_plan(batch: int, n: int, shape: ShapeConfig) -> Plan | None:
         for p in range(col, end, nb):
             ops.append(_panel(p, nb, n, p - col, shape, slot))
             if p + nb < end:
-                ops.append(_update(batch, p, nb, p - col, p + nb, end, shape, slot))
+                ops.append(_update(batch, p, nb, p - col, p + nb, end, shape, slot, inner=True))
         if width > nb:
             warps = 4 if dot_width(width) <= 64 else 8
             gram_rows = _gram_rows(n - col, shape)
@@ -245,7 +250,7 @@ def _look_ahead(ops: list[Op], shape: ShapeConfig) -> list[Op]:
             and not before.library
             and before.c_start == op.col
         ):
-            warps = max(op.warps, shape.update_warps)
+            warps = max(op.warps, before.warps)
             merged[-1] = LookaheadOp(update=before, panel=op, warps=warps)
         else:
             merged.append(op)
@@ -329,10 +334,17 @@ def _update(
     shape: ShapeConfig,
     slot: int,
     library: bool = False,
+    inner: bool = False,
 ) -> UpdateOp:
-    col_blocks = -(-(c_end - c_start) // shape.update_block_n)
+    """`inner`: an update of the block's own columns, which gets the inner tile."""
+    if inner:
+        bm, bn = shape.inner_update_block_m, shape.inner_update_block_n
+        warps = shape.inner_update_warps
+    else:
+        bm, bn, warps = shape.update_block_m, shape.update_block_n, shape.update_warps
+    col_blocks = -(-(c_end - c_start) // bn)
     slab_rows = 0
     if not library and batch * col_blocks < shape.update_split_below:
-        bm = shape.update_block_m
         slab_rows = -(-max(shape.update_split_rows, bm) // bm) * bm
-    return UpdateOp(col, nb, dot_width(nb), t_offset, c_start, c_end, slab_rows, slot, library)
+    span = (col, nb, dot_width(nb), t_offset, c_start, c_end)
+    return UpdateOp(*span, slab_rows, bm, bn, warps, slot, library)
