@@ -13,8 +13,9 @@ promote rests on a gain larger than the noise measured in the same run.
 from __future__ import annotations
 
 import secrets
+import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from qrsup.agents.affected_specs import AffectedSpecs
@@ -82,6 +83,11 @@ class Comparison:
     noise: float
     specs: tuple[int, ...] = ()  # the benchmark specs re-timed; empty: all of them
     share: float = 1.0
+    incumbent_means_ns: dict[int, float] = field(default_factory=dict)
+    """The incumbent's per-spec means over the rounds: fresher than the figures it was judged
+    by before, and taken beside the challenger's."""
+    incumbent_report: dict[str, object] = field(default_factory=dict)
+    """The incumbent's last round, as the judge wrote it: the record behind those means."""
 
     @property
     def significant(self) -> bool:
@@ -284,6 +290,7 @@ class Evaluator:
         """Alternate incumbent and challenger on `benchmarks` (default: all); a failing run is
         returned instead of a comparison."""
         times: dict[str, list[float]] = {"incumbent": [], "challenger": []}
+        incumbent_runs: list[StageResult] = []
         for _ in range(rounds):
             seed = secrets.randbits(31)
             for name, path in (("incumbent", incumbent), ("challenger", challenger)):
@@ -291,11 +298,18 @@ class Evaluator:
                 if not result.passed or result.report.geomean_ns is None:
                     return RetimingFailure(name, result)
                 times[name].append(result.report.geomean_ns)
+                if name == "incumbent":
+                    incumbent_runs.append(result)
         inc, cha = times["incumbent"], times["challenger"]
         noise = max(NOISE_FLOOR, _spread(inc), _spread(cha))
         gain = 1.0 - geomean(cha) / geomean(inc)
         share = len(benchmarks) / len(self.suite.benchmarks) if benchmarks else 1.0
-        return Comparison(inc, cha, gain, noise, tuple(benchmarks), share)
+        means = {
+            spec: statistics.fmean(run.spec_means_ns[spec] for run in incumbent_runs)
+            for spec in incumbent_runs[0].spec_means_ns
+        }
+        report = incumbent_runs[-1].report.to_dict()
+        return Comparison(inc, cha, gain, noise, tuple(benchmarks), share, means, report)
 
 
 def _spread(values: list[float]) -> float:

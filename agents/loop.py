@@ -150,7 +150,7 @@ class ResearchAgent:
             self.log,
             self._progress("incumbent"),
         )
-        self.state.goal_reference = dict(incumbent.spec_means_ns)
+        self.state.goal_reference = incumbent.row.id
         self.best_ns = self._own_best()
         while True:
             take_messages(
@@ -159,7 +159,7 @@ class ResearchAgent:
                 self.recorder,
                 self.state,
                 self.iteration,
-                self._incumbent_means,
+                self.store.incumbent_id,
             )
             if self.state.stop_requested:
                 break
@@ -586,9 +586,9 @@ class ResearchAgent:
         if record.verdict != Verdict.PASS or not kept or not record.spec_means_ns:
             return
         benchmarks = self.evaluator.suite.benchmarks
-        status = self.state.goal.evaluate(
-            record.spec_means_ns, self.state.goal_reference, benchmarks
-        )
+        reference = self.store.candidate(self.state.goal_reference or "")
+        reference_means = (reference.spec_means_ns or {}) if reference else {}
+        status = self.state.goal.evaluate(record.spec_means_ns, reference_means, benchmarks)
         if not status.met:
             return
         self.state.goal_met = True
@@ -667,9 +667,6 @@ class ResearchAgent:
             self._hold_ahead(update.phase in TIMED_PHASES)
 
         return report
-
-    def _incumbent_means(self) -> dict[int, float]:
-        return dict(Incumbent.load(self.store).spec_means_ns)
 
     def _parent_row(self, incumbent: Incumbent) -> Candidate:
         """The agent's role decides its parent: its own beam slot if held, else the incumbent."""

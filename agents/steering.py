@@ -18,7 +18,9 @@ class AgentState:
     """The agent's steerable state; only `take_messages` changes it between iterations."""
 
     goal: Goal
-    goal_reference: dict[int, float] = field(default_factory=dict)
+    goal_reference: str | None = None
+    """The candidate a relative goal is measured against (the incumbent when the goal was set);
+    its figures are read from the store when checked, so a re-timing that refreshed them counts."""
     steering: list[str] = field(default_factory=list)
     advice: list[str] = field(default_factory=list)
     paused: bool = False
@@ -46,7 +48,7 @@ def take_messages(
     recorder: Recorder,
     state: AgentState,
     iteration: int,
-    incumbent_means: Callable[[], dict[int, float]],
+    incumbent_id: Callable[[], str | None],
 ) -> None:
     """Apply every pending message once: recorded as consumed in the store, then archived."""
     for path, message in inbox.pending(paths.inbox(recorder.agent)):
@@ -54,7 +56,7 @@ def take_messages(
             message.id, recorder.agent, message.kind, message.text, iteration
         )
         if fresh:
-            _apply(message, state, recorder, incumbent_means)
+            _apply(message, state, recorder, incumbent_id)
             recorder.event(
                 {
                     "event": "steering",
@@ -72,7 +74,7 @@ def _apply(
     message: inbox.Message,
     state: AgentState,
     recorder: Recorder,
-    incumbent_means: Callable[[], dict[int, float]],
+    incumbent_id: Callable[[], str | None],
 ) -> None:
     recorder.log.write(f"message ({message.kind}) from {message.sender}: {message.text}")
     if message.kind == "steer":
@@ -87,7 +89,7 @@ def _apply(
             recorder.log.write(f"goal not changed: {exc}")
             return
         state.goal_met = False
-        state.goal_reference = incumbent_means()
+        state.goal_reference = incumbent_id()
     elif message.kind == "pause":
         state.paused = True
     elif message.kind == "resume":

@@ -32,7 +32,7 @@ run_step() {
     contest_busy) step $1 200 "${qrsup[@]}" bench $fast --suite qr_v2 --json "$out/$1.json" ;;
     cheaters_busy) step $1 150 python -m pytest -q -rA -m gpu tests/test_judge_cheaters.py -p no:cacheprovider ;;
     profile) step $1 90 "${qrsup[@]}" profile $fast --spec 3 ;;
-    pytest_gpu) step $1 120 python -m pytest -q -m gpu tests -p no:cacheprovider ;;
+    pytest_gpu) step $1 300 python -m pytest -q -m gpu tests -p no:cacheprovider ;;
     *) echo "unknown step: $1" >&2; exit 2 ;;
   esac
 }

@@ -2,7 +2,9 @@
 
 Only full-stage figures count (the session's own stopping rule on every benchmark spec, as the
 start was timed); a quick figure is a screening estimate under another rule. The start is the
-incumbent's bootstrap evaluation, or the first full figure when the store has none.
+incumbent's bootstrap evaluation, or the first full figure when the store has none, at the best
+figure that candidate has had: a re-timing beside a challenger adds one, and a slow bootstrap
+run must not pass for a gain the candidates never made.
 """
 
 from __future__ import annotations
@@ -69,11 +71,14 @@ def progress_curve(
     if not passing:
         raise NoFigures("no passing full-stage evaluation in the store")
     start_run = next((e for e in passing if e.agent == "bootstrap"), passing[0])
-    start = _point(start_run, t0)
+    starting = [e.geomean_ns for e in passing if e.candidate_id == start_run.candidate_id]
+    start = Point(_point(start_run, t0).minutes, min(starting), start_run.candidate_id)
     best = [start]
     for evaluation in passing:
-        if evaluation.created_at >= start_run.created_at and evaluation.geomean_ns < (
-            best[-1].geomean_ns
+        if (
+            evaluation.created_at >= start_run.created_at
+            and evaluation.candidate_id != start.candidate_id
+            and evaluation.geomean_ns < best[-1].geomean_ns
         ):
             best.append(_point(evaluation, t0))
     promoted = tuple(

@@ -50,6 +50,7 @@ class Outcome:
     decided: Decided
     beam: dict
     incumbent_id: str | None
+    incumbent: Candidate | None
 
 
 def decide_against_the_incumbent(
@@ -78,7 +79,8 @@ def decide_against_the_incumbent(
             paths, session, store, evaluator, recorder, lambda _: lambda _: None, focus
         )
         decided = decider.decide(store.candidate(cid), full, Incumbent.load(store), "exploit", 1)
-        return Outcome(paths, decider, decided, store.beam(), store.incumbent_id())
+        incumbent = store.candidate("c-incumbent")
+        return Outcome(paths, decider, decided, store.beam(), store.incumbent_id(), incumbent)
     finally:
         store.close()
 
@@ -117,6 +119,11 @@ def test_a_change_confined_to_some_specs_is_re_timed_on_those_alone(tmp_path: Pa
     # Identical kernels: mostly within the noise, now and then a promotion; either way, said so.
     assert "(re-timed on specs 1: " in outcome.decided.reason, outcome.decided.reason
     assert outcome.decider.noise == DEFAULT_NOISE  # a focused re-timing teaches no suite noise
+    # The incumbent's stored 1 s on spec 1 was stale: its re-timed figure replaces it there.
+    incumbent = outcome.incumbent
+    assert incumbent is not None and incumbent.spec_means_ns is not None
+    assert incumbent.spec_means_ns[0] == 1e9 and incumbent.spec_means_ns[1] < 1e8
+    assert incumbent.geomean_ns == pytest.approx((1e9 * incumbent.spec_means_ns[1]) ** 0.5)
 
 
 def test_the_suite_level_figures_follow_from_the_re_timed_share():

@@ -51,6 +51,21 @@ def test_the_curve_keeps_each_new_best_passing_full_figure_and_the_promotions():
     assert summary["promotions"] == [("c3", 5.17)]
 
 
+def test_a_slow_bootstrap_is_not_a_gain_once_a_re_timing_refreshed_the_incumbent():
+    """On the H200 one bootstrap put 14.3 ms on a 7.2 ms spec: candidates no faster than the
+    incumbent then looked 5.8% faster, until the re-timing beside one of them said otherwise."""
+    evaluations = [
+        _evaluation(0, "inc", "full", "pass", 10.0),
+        _evaluation(180, "c1", "full", "pass", 9.6),  # faster than the slow run alone
+        _evaluation(200, "inc", "full", "pass", 9.5),  # the incumbent, re-timed beside c1
+        _evaluation(240, "c2", "full", "pass", 9.0),
+    ]
+    curve = progress_curve(evaluations)
+    assert (curve.start.minutes, curve.start.geomean_ns / 1e6) == (0.0, 9.5)
+    assert [p.candidate_id for p in curve.best] == ["inc", "c2"]
+    assert curve.gain == pytest.approx(1 - 9.0 / 9.5)
+
+
 def test_a_store_without_a_passing_full_figure_has_no_curve():
     with pytest.raises(NoFigures, match="no evaluations"):
         progress_curve([])
