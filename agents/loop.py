@@ -68,10 +68,23 @@ from qrsup.kernels.schema import (
 )
 
 MEMORY_SIZE = 12
-TIMED_PHASES = ("calibrate", "benchmark")  # judge phases that a compile ahead must not share
 FREE_RETRIES = 3  # a free proposer's tries for a point no other agent holds, per iteration
 FRUITLESS_BEFORE_PAUSE = 5  # proposals in a row that gave no new candidate to judge
 IDLE_POLL_SECONDS = 1.0
+
+
+def compiles_beside(update: ProgressUpdate) -> bool:
+    """Whether a compile started ahead may run at this point of a judge run: during a test spec
+    that another test spec follows, and nowhere else. A hold takes effect only when the agent
+    hears of the phase, after the referee has moved on; a compile let go during a phase that
+    leads straight into timing (the load, the last test) ran into the first timed cycles. On
+    the H200 (2026-12-02), let go during the load and every test, a compile in a fresh process
+    (its first seconds spent importing) cost no honest candidate in 77; the warm compiler,
+    which compiles at once, failed two judge runs of 49 on timing integrity, one of them the
+    shipped kernel's own."""
+    if update.phase != "test" or update.index is None or update.total is None:
+        return False
+    return update.index < update.total - 1
 
 
 class ResearchAgent:
@@ -378,6 +391,7 @@ class ResearchAgent:
         self.ahead = ProposedAhead.of(outcome, context)
         row = self._candidate_row(outcome, context.parent.candidate_id)
         self.compiling = self._start_compile(self.precompile, row)
+        self._hold_ahead(True)  # the judge run starts now: see compiles_beside
 
     def _start_compile(self, precompile: Precompiler, candidate: Candidate) -> Compilation | None:
         """Its kernels, for the specs its judge run will time."""
@@ -662,9 +676,7 @@ class ResearchAgent:
             # An executor waiting for its cluster says so with a state ("waiting") of its own.
             state = update.state or "evaluating"
             self.heartbeat.update(state=state, detail=f"{stage}: {update.describe()}")
-            # A compile started ahead waits while the judge times (its calibration and its
-            # benchmark specs), and goes on during the rest of the run.
-            self._hold_ahead(update.phase in TIMED_PHASES)
+            self._hold_ahead(not compiles_beside(update))
 
         return report
 

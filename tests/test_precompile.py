@@ -20,10 +20,11 @@ from pathlib import Path
 
 import psutil
 import pytest
+from qrsup.agents.loop import compiles_beside
 from qrsup.agents.precompile import Compilation, Precompiler, device_arch
 from qrsup.agents.spaces import FastKernelSpace
 from qrsup.kernels.judge.triton_cache import MANAGER_ENV
-from qrsup.kernels.schema import Candidate
+from qrsup.kernels.schema import Candidate, ProgressUpdate
 from qrsup.kernels.suites import Spec
 
 from tests.conftest import CANDIDATES, ROOT
@@ -314,3 +315,15 @@ def test_a_held_compile_and_its_workers_end_when_the_agent_that_started_it_dies(
     finally:
         agent.kill()
         agent.wait()
+
+
+def test_a_compile_ahead_runs_only_beside_a_test_spec_that_another_follows() -> None:
+    """A hold lands after the referee has moved on: a compile let go in the load or the last
+    test would still run when the first timed cycle starts."""
+    tests = [ProgressUpdate("test", i, 3) for i in range(3)]
+    assert [compiles_beside(u) for u in tests] == [True, True, False]
+    done = ProgressUpdate("test", 1, 3, status="pass")
+    assert compiles_beside(done)  # test 2 starts next, and holds it again
+    others = ["calibrate", "load", "benchmark", "waiting for the cuda:0"]
+    assert not any(compiles_beside(ProgressUpdate(phase, 0, 5)) for phase in others)
+    assert not compiles_beside(ProgressUpdate("test"))
