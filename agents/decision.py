@@ -13,8 +13,7 @@ from qrsup.agents.promotion import promote
 from qrsup.agents.recorder import Recorder
 from qrsup.agents.session import RunPaths, SessionConfig
 from qrsup.agents.store import Store
-from qrsup.kernels.schema import Candidate, Decision, Inherited, Progress, Verdict
-from qrsup.kernels.timing import geomean
+from qrsup.kernels.schema import Candidate, Decision, Progress, Verdict
 
 DEFAULT_NOISE = 0.02
 StageProgress = Callable[[str], Progress]  # a progress callback for the named stage
@@ -117,21 +116,11 @@ class Decider:
         spec) would otherwise hold the goal's and every later decision's reference, and the
         same stale figure would make each candidate there look faster and be re-timed again.
         A candidate is known by its best full evaluation, so a refresh never makes it slower."""
-        row = incumbent.row
-        if not retimed.incumbent_means_ns or not row.spec_means_ns:
+        row, run = incumbent.row, retimed.incumbent_run
+        if run is None or not row.spec_means_ns:
             return
-        means = {**row.spec_means_ns, **retimed.incumbent_means_ns}
-        others = tuple(i for i in row.spec_means_ns if i not in retimed.incumbent_means_ns)
-        self.store.add_evaluation(
-            row.id,
-            self.recorder.agent,
-            iteration,
-            "full",
-            retimed.incumbent_report,
-            means,
-            Inherited(row.id, others),
-            geomean(list(means.values())),
-        )
+        refreshed = run.standing_for(row.id, row.spec_means_ns)
+        refreshed.store(self.store, row.id, self.recorder.agent, iteration)
 
     def _promotion_grade(
         self, candidate: Candidate, comparison: Comparison, decision: Decision

@@ -15,13 +15,14 @@ from __future__ import annotations
 import secrets
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from qrsup.agents.affected_specs import AffectedSpecs
 from qrsup.agents.judge_executor import session_executor
 from qrsup.agents.session import RunPaths, SessionConfig
 from qrsup.agents.settings import load_settings
+from qrsup.agents.store import Store
 from qrsup.kernels.executors.base import LOCAL, JudgeExecutor
 from qrsup.kernels.judge.manifest import load_manifest, save_manifest, take_manifest
 from qrsup.kernels.judge.report import JudgeReport
@@ -59,6 +60,24 @@ class StageResult:
     def geomean_over(self, indices: list[int]) -> float | None:
         return geomean_over(self.spec_means_ns, indices)
 
+    def standing_for(self, base_id: str, base_means: Mapping[int, float]) -> StageResult:
+        """Its figures over the whole suite: `base_id`'s stand for the specs it did not time."""
+        others = tuple(i for i in base_means if i not in self.spec_means_ns)
+        means = {**{i: base_means[i] for i in others}, **self.spec_means_ns}
+        return StageResult(self.stage, self.report, means, Inherited(base_id, others))
+
+    def store(self, store: Store, candidate_id: str, agent: str, iteration: int) -> None:
+        store.add_evaluation(
+            candidate_id,
+            agent,
+            iteration,
+            self.stage,
+            self.report.to_dict(),
+            self.spec_means_ns,
+            self.inherited,
+            self.geomean_ns,
+        )
+
 
 def geomean_over(means: Mapping[int, float], indices: list[int]) -> float | None:
     """The geometric mean over some specs; None unless every one of them was timed."""
@@ -83,11 +102,9 @@ class Comparison:
     noise: float
     specs: tuple[int, ...] = ()  # the benchmark specs re-timed; empty: all of them
     share: float = 1.0
-    incumbent_means_ns: dict[int, float] = field(default_factory=dict)
-    """The incumbent's per-spec means over the rounds: fresher than the figures it was judged
-    by before, and taken beside the challenger's."""
-    incumbent_report: dict[str, object] = field(default_factory=dict)
-    """The incumbent's last round, as the judge wrote it: the record behind those means."""
+    incumbent_run: StageResult | None = None
+    """The incumbent's per-spec means over the rounds, with its last round's report: fresher
+    than the figures it was judged by before, and taken beside the challenger's."""
 
     @property
     def significant(self) -> bool:
@@ -270,8 +287,7 @@ class Evaluator:
         timed = self.full(path, progress, benchmarks=focus.benchmarks)
         if not timed.passed:
             return timed
-        means = {**{i: parent_means[i] for i in others}, **timed.spec_means_ns}
-        return StageResult("full", timed.report, means, Inherited(parent_id, others))
+        return timed.standing_for(parent_id, {i: parent_means[i] for i in others})
 
     def revalidate(self, path: Path, progress: Progress | None = None) -> StageResult:
         """Every test and benchmark spec on a fresh secret seed: the gate before a promotion."""
@@ -308,8 +324,8 @@ class Evaluator:
             spec: statistics.fmean(run.spec_means_ns[spec] for run in incumbent_runs)
             for spec in incumbent_runs[0].spec_means_ns
         }
-        report = incumbent_runs[-1].report.to_dict()
-        return Comparison(inc, cha, gain, noise, tuple(benchmarks), share, means, report)
+        run = StageResult("full", incumbent_runs[-1].report, means)
+        return Comparison(inc, cha, gain, noise, tuple(benchmarks), share, run)
 
 
 def _spread(values: list[float]) -> float:

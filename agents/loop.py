@@ -504,16 +504,7 @@ class ResearchAgent:
         )
 
     def _store_stage(self, candidate_id: str, result: StageResult) -> None:
-        self.store.add_evaluation(
-            candidate_id,
-            self.name,
-            self.iteration,
-            result.stage,
-            result.report.to_dict(),
-            result.spec_means_ns,
-            result.inherited,
-            result.geomean_ns,
-        )
+        result.store(self.store, candidate_id, self.name, self.iteration)
 
     def _promising(self, quick: StageResult, incumbent: Incumbent) -> Comparison:
         """The quick stage against the incumbent's figures on the specs it timed: the same rule,
@@ -600,7 +591,8 @@ class ResearchAgent:
         if record.verdict != Verdict.PASS or not kept or not record.spec_means_ns:
             return
         benchmarks = self.evaluator.suite.benchmarks
-        reference = self.store.candidate(self.state.goal_reference or "")
+        reference_id = self.state.goal_reference
+        reference = self.store.candidate(reference_id) if reference_id else None
         reference_means = (reference.spec_means_ns or {}) if reference else {}
         status = self.state.goal.evaluate(record.spec_means_ns, reference_means, benchmarks)
         if not status.met:

@@ -10,7 +10,7 @@ run must not pass for a gain the candidates never made.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from qrsup.kernels.schema import Evaluation, Promotion, Verdict
 
@@ -72,7 +72,7 @@ def progress_curve(
         raise NoFigures("no passing full-stage evaluation in the store")
     start_run = next((e for e in passing if e.agent == "bootstrap"), passing[0])
     starting = [e.geomean_ns for e in passing if e.candidate_id == start_run.candidate_id]
-    start = Point(_point(start_run, t0).minutes, min(starting), start_run.candidate_id)
+    start = replace(_point(start_run, t0), geomean_ns=min(starting))
     best = [start]
     for evaluation in passing:
         if (
