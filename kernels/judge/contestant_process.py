@@ -83,10 +83,12 @@ class ContestantLaunch:
 
 @dataclass
 class Exchange:
-    """A reply and how long the referee waited for it, by its own clock."""
+    """A reply, how long the referee waited for it by its own clock, and how much of that its
+    thread spent runnable but waiting for a CPU (a busy host's toll, counted by the kernel)."""
 
     reply: dict
     elapsed_ns: int
+    waited_ns: int = 0
 
 
 class ContestantProcess:
@@ -173,7 +175,7 @@ class ContestantProcess:
     def ask(self, message: dict, timeout_s: float, phase: str) -> Exchange:
         """Send one command and wait for its reply, watching liveness, memory and the deadline."""
         self._seq += 1
-        start = time.perf_counter_ns()
+        start, waited_before = time.perf_counter_ns(), schedstat()[1]
         try:
             write_all(self._cmd_write, encode({**message, "seq": self._seq}))
         except (BrokenPipeError, OSError):
@@ -191,7 +193,7 @@ class ContestantProcess:
         except ProtocolError as exc:
             self.kill()
             raise ContestantFailure("protocol", f"{phase}: {exc}") from None
-        elapsed = time.perf_counter_ns() - start
+        elapsed, waited = time.perf_counter_ns() - start, schedstat()[1] - waited_before
         try:
             reply = decode(line)
         except ProtocolError as exc:
@@ -204,7 +206,7 @@ class ContestantProcess:
                 f"{phase}: a reply arrived out of sequence; something other than the harness "
                 "wrote to the judge's channel",
             )
-        return Exchange(reply, elapsed)
+        return Exchange(reply, elapsed, waited)
 
     def _watch(self, phase: str) -> None:
         if self._proc.poll() is not None:

@@ -8,6 +8,11 @@ a side stream, a forged early reply, or work deferred into preparation or inspec
 a background thread can hide work on a spare core, so CPU time spent outside the timed window
 is accounted the same way.
 
+The referee's own work between the exchanges (reading the contestant's CPU and thread times,
+the stopping rule's arithmetic) is left out of the cycle: it costs more as the contestant gains
+threads, which the candidate's imports and first calls add after calibration, and as repetitions
+accumulate, so a candidate was charged for the referee's reading (`bookkeeping_ns`).
+
 On a GPU the timed window itself is looked at too: from the referee's `go` to the contestant's
 reply, which the contestant sends only after the whole device has drained, the time beyond the
 claimed kernel time should be the calibrated message overhead. Work queued on a side stream
@@ -94,6 +99,10 @@ class Cycle:
     contestant_launch_wait_ns: float = 0.0  # of which it reports it waited while launching
     prepare_ns: float = 0.0  # the referee's clock over the prepare exchange
     inspect_ns: float = 0.0  # and over the inspect exchange
+    # The referee's own work between the exchanges (reading the contestant's CPU and thread
+    # times, the stopping rule), while the contestant waits for its next command. It grows with
+    # the contestant's threads and the repetitions run, not with any work of the candidate's.
+    bookkeeping_ns: float = 0.0
 
     @property
     def contestant_launching_wait_ns(self) -> float:
@@ -114,8 +123,9 @@ class Cycle:
 
     @property
     def harness_ns(self) -> float:
-        """What the cycle cost beyond the claimed kernel time and the host's toll."""
-        return self.cycle_ns - self.claimed_ns - self.host_wait_ns
+        """What the cycle cost beyond the claimed kernel time, the host's toll and the referee's
+        own bookkeeping."""
+        return self.cycle_ns - self.claimed_ns - self.host_wait_ns - self.bookkeeping_ns
 
     @property
     def wall_outside_ns(self) -> float:
@@ -149,6 +159,15 @@ class IntegrityVerdict:
     cpu_allowed_ns: float
     reason: str
     host_wait_ns: float = 0.0  # median per repetition, already taken out of `unaccounted_ns`
+    clock: str = ""
+    """The accounting that failed: `wall-clock` or `timed-window` (both against the do-nothing
+    baseline), or `CPU` (against the time outside the window, whatever the baseline)."""
+
+    @property
+    def against_baseline(self) -> bool:
+        """Whether this failure is measured against the calibrated do-nothing cycle, so that a
+        stale calibration, rather than the candidate, could explain it."""
+        return not self.ok and self.clock != "CPU"
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -267,4 +286,4 @@ def _failed(
         f"ms; claimed {claimed / 1e6:.3f} ms). Work escaped the timer (another stream or thread, "
         "deferred work) or the timer or the harness was tampered with."
     )
-    return IntegrityVerdict(False, extra, limit, cpu_extra, cpu_limit, reason)
+    return IntegrityVerdict(False, extra, limit, cpu_extra, cpu_limit, reason, clock=clock)

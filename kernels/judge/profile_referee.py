@@ -61,9 +61,9 @@ class ProfileReferee(Referee):
         prepare = {"op": "prepare", "spec": _shape(spec), "seeds": self._fresh_seeds(count)}
         trace = self.contestant.trace_path
         try:
-            reply, _ = self._ask(prepare, "prepare", "prepare")
+            reply = self._ask(prepare, "prepare", "prepare").reply
             if reply.get("ok"):
-                reply, _ = self._ask({"op": "profile"}, "first_call", "profile")
+                reply = self._ask({"op": "profile"}, "first_call", "profile").reply
         except ContestantFailure as failure:
             return None, f"the contestant failed while profiled: {failure.reason}"
         if not reply.get("ok"):

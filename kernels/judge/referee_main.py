@@ -37,7 +37,7 @@ def main() -> None:
     key = bytes.fromhex(config.pop("key"))
     reporter = Reporter(report_fd, key)
     flow = ProfileReferee if "profile" in config else Referee
-    reporter.send(flow(config, reporter, contestant).run())
+    reporter.send(flow(config, reporter, contestant, lambda: ContestantProcess(launch)).run())
     os.close(report_fd)
 
 
