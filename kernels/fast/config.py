@@ -96,6 +96,10 @@ class ShapeConfig:
     """Merge each fused update with the panel that follows it into one launch: the panel's own
     columns are updated and factored by one program per matrix while the other programs update
     the rest, so the panel's reflector chain overlaps the trailing update (lookahead.py)."""
+    update_carry_w: bool
+    """Factor the next block before the rest of a block's trailing update, which then also sums
+    the next block's W = Vᵀ·C as it writes C: the next block's updates walk the trailing matrix
+    once instead of twice (update_carry.py). Fused Triton updates only."""
 
     def matches(self, batch: int, n: int) -> bool:
         """Whether a batch × n × n input belongs to this class."""
