@@ -5,7 +5,9 @@
 # same load, a profile, and the GPU tests.
 # Usage: device_busy_host.sh OUT [STEP...]  (carry .whl: scripts/fetch_device_wheels.sh). With no
 # STEP, all of: contest_alone contest_off quick_alone quick_busy contest_busy cheaters_busy
-# profile pytest_gpu. The *_busy steps run beside the load; the others alone.
+# profile pytest_gpu. The *_busy steps run beside the load; the others alone. The *_flicker steps
+# (quick_flicker contest_flicker cheaters_flicker) run beside a load that comes and goes, on for
+# 1.3 s and off for 1.7 s, so a judge calibrates under one state and times under the other.
 set -uo pipefail
 out=${1:?output directory}
 shift
@@ -19,18 +21,31 @@ load() {  # one busy loop per CPU core, started once, before the first step that
   [ ${#busy_loops[@]} -gt 0 ] && return
   for _ in $(seq "$(nproc)"); do python3 -c 'while 1: pass' & busy_loops+=($!); done
 }
-unload() { [ ${#busy_loops[@]} -gt 0 ] && kill "${busy_loops[@]}" 2>/dev/null; wait 2>/dev/null; busy_loops=(); }
+unload() {
+  [ ${#busy_loops[@]} -gt 0 ] && kill "${busy_loops[@]}" 2>/dev/null
+  [ -n "${flicker:-}" ] && kill -- -"$flicker" 2>/dev/null
+  wait 2>/dev/null; busy_loops=(); flicker=
+}
+flicker() {  # in a process group of its own, so that unload ends the loops it has running
+  [ -n "${flicker:-}" ] && return
+  setsid bash -c 'while :; do
+      for _ in $(seq "$(nproc)"); do python3 -c "while 1: pass" & done
+      sleep 1.3; kill $(jobs -p); wait; sleep 1.7
+    done' &
+  flicker=$!
+}
 run_step() {
+  unload
   case $1 in
     *_busy) load ;;
-    *) unload ;;
+    *_flicker) flicker ;;
   esac
   case $1 in
     contest_alone) step $1 150 "${qrsup[@]}" bench $fast --suite qr_v2 --baseline --json "$out/$1.json" ;;
     contest_off) step $1 150 "${qrsup[@]}" --workspace "$off" bench $fast --suite qr_v2 --json "$out/$1.json" ;;
-    quick_alone | quick_busy) step $1 150 "${qrsup[@]}" bench $fast --suite qr_v2 --rule quick --json "$out/$1.json" ;;
-    contest_busy) step $1 200 "${qrsup[@]}" bench $fast --suite qr_v2 --json "$out/$1.json" ;;
-    cheaters_busy) step $1 150 python -m pytest -q -rA -m gpu tests/test_judge_cheaters.py -p no:cacheprovider ;;
+    quick_alone | quick_busy | quick_flicker) step $1 150 "${qrsup[@]}" bench $fast --suite qr_v2 --rule quick --json "$out/$1.json" ;;
+    contest_busy | contest_flicker) step $1 200 "${qrsup[@]}" bench $fast --suite qr_v2 --json "$out/$1.json" ;;
+    cheaters_busy | cheaters_flicker) step $1 150 python -m pytest -q -rA -m gpu tests/test_judge_cheaters.py -p no:cacheprovider ;;
     profile) step $1 90 "${qrsup[@]}" profile $fast --spec 3 ;;
     pytest_gpu) step $1 300 python -m pytest -q -m gpu tests -p no:cacheprovider ;;
     *) echo "unknown step: $1" >&2; exit 2 ;;
@@ -40,10 +55,10 @@ run_step() {
 for name in "$@"; do run_step "$name"; done
 unload
 cat "$out/env.txt" "$out/steps.txt"
-for f in contest_alone contest_off quick_alone quick_busy contest_busy; do
+for f in contest_alone contest_off quick_alone quick_busy contest_busy quick_flicker contest_flicker; do
   [ -f "$out/$f.txt" ] && { echo "== $f"; grep -E "verdict|geomean|integrity" "$out/$f.txt" | head -5; }
 done
-for f in cheaters_busy pytest_gpu profile; do [ -f "$out/$f.txt" ] && tail -n 3 "$out/$f.txt"; done
+for f in cheaters_busy cheaters_flicker pytest_gpu profile; do [ -f "$out/$f.txt" ] && tail -n 3 "$out/$f.txt"; done
 reports=$(ls "$out"/*.json 2>/dev/null)
 [ -n "$reports" ] && python scripts/window_waits.py $reports
 exit 0

@@ -52,12 +52,16 @@ SPLIT_256, SPLIT_512 = {"panel_split_rows": 256}, {"panel_split_rows": 512}
 # them fails the factor gate from n = 512, or passes without margin (docs/benchmarks.md).
 CUBLAS = {"update_library": "cublas"}
 STAGES_1 = {"update_stages": 1}
+# W carried from one block's trailing update to the next's (update_carry.py): Triton updates only.
+CARRY_W = {"update_carry_w": True, "update_library": "triton"}
 
 # Knob changes tried per shape class, each against the class's shipped point. Every class with a
 # relaxed precision lists SAFE (3×TF32 everywhere) so that some variant passes with margin.
 VARIANTS: dict[str, list[dict[str, object]]] = {
     "single-panel": [{"graph": True}],
     "small": [
+        CARRY_W,
+        {**CARRY_W, **NEVER_SPLIT},
         {"panel_width": 16},
         {"panel_width": 16, "block_width": 64},
         LOOKAHEAD,
@@ -66,6 +70,10 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         STAGES_1,
     ],
     "medium": [
+        CARRY_W,
+        {**CARRY_W, "update_stages": 2},
+        {**CARRY_W, "block_width": 128},
+        {**CARRY_W, "update_block_n": 32},
         CUBLAS,
         {**CUBLAS, "block_width": 128},
         {**CUBLAS, "block_width": 128, "panel_width": 32},
@@ -83,6 +91,8 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         {**FUSED, "panel_width": 16, "block_width": 32, "fused_warps": 8},
     ],
     "medium-1024": [
+        CARRY_W,
+        {**CARRY_W, **NEVER_SPLIT},
         CUBLAS,
         {**CUBLAS, "block_width": 128},
         LOOKAHEAD,
@@ -100,6 +110,8 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         {"update_split_below": 132},
     ],
     "large": [
+        CARRY_W,
+        {**CARRY_W, **NEVER_SPLIT},
         CUBLAS,
         STAGES_1,
         {**CUBLAS, **SPLIT_256},
@@ -114,6 +126,8 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         {"panel_split_rows": 128, "panel_width": 16},
     ],
     "huge": [
+        CARRY_W,
+        {**CARRY_W, **NEVER_SPLIT},
         CUBLAS,
         STAGES_1,
         {**CUBLAS, **SPLIT_256},
