@@ -54,12 +54,14 @@ CUBLAS = {"update_library": "cublas"}
 STAGES_1 = {"update_stages": 1}
 # W carried from one block's trailing update to the next's (update_carry.py): Triton updates only.
 CARRY_W = {"update_carry_w": True, "update_library": "triton"}
+L2_HINTS = {"update_l2_hints": True}  # V kept in L2, C's second read and stores streamed
 
 # Knob changes tried per shape class, each against the class's shipped point. Every class with a
 # relaxed precision lists SAFE (3×TF32 everywhere) so that some variant passes with margin.
 VARIANTS: dict[str, list[dict[str, object]]] = {
     "single-panel": [{"graph": True}],
     "small": [
+        L2_HINTS,
         CARRY_W,
         {**CARRY_W, **NEVER_SPLIT},
         {"panel_width": 16},
@@ -70,6 +72,8 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         STAGES_1,
     ],
     "medium": [
+        L2_HINTS,
+        {**L2_HINTS, "update_stages": 2},
         CARRY_W,
         {**CARRY_W, "update_stages": 2},
         {**CARRY_W, "block_width": 128},
@@ -91,6 +95,7 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         {**FUSED, "panel_width": 16, "block_width": 32, "fused_warps": 8},
     ],
     "medium-1024": [
+        L2_HINTS,
         CARRY_W,
         {**CARRY_W, **NEVER_SPLIT},
         CUBLAS,
@@ -110,6 +115,7 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         {"update_split_below": 132},
     ],
     "large": [
+        {**L2_HINTS, "update_library": "triton"},
         CARRY_W,
         {**CARRY_W, **NEVER_SPLIT},
         CUBLAS,

@@ -7,7 +7,8 @@ cuBLAS's batched GEMMs for the same three products at IEEE and TF32, and prints 
 rate against the byte and FLOP counts, so a change to the kernel can be judged on its own.
 
 `python scripts/update_microbench.py [--batch 640] [--n 512] [--nb 64] [--only tf32x3,64,64,4,2]`
-(`--only PRECISION,BM,BN,WARPS,STAGES` times that one Triton choice alone, e.g. under ncu).
+(`--only PRECISION,BM,BN,WARPS,STAGES` times that one Triton choice alone, e.g. under ncu), each
+Triton choice with and without the L2 policies of `update_l2_hints`.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Callable
 
 import torch
 import triton
+from qrsup.kernels.fast.driver import l2_hints
 from qrsup.kernels.fast.library_update import cublas_precision
 from qrsup.kernels.fast.update import qr_update_kernel
 
@@ -85,17 +87,21 @@ def main() -> None:
         tiles = dict(NBP=nb, BM=bm, BN=bn, num_warps=warps, num_stages=stages)
         tiles |= dict(PRECISION=precision, APPLY_PRECISION=precision)
 
-        def launch(bn: int = bn, tiles: dict[str, object] = tiles) -> None:
-            qr_update_kernel[(batch * triton.cdiv(cols, bn),)](
-                a, h, t, amax, n, 0, nb, nb, n, *a.stride(), *h.stride(), t.stride(0),
-                t.stride(1), **tiles,
-            )  # fmt: skip
+        for hints in (False, True):
+            kwargs = tiles | l2_hints(hints)
 
-        label = f"Triton {precision} BM={bm} BN={bn} warps={warps} stages={stages}"
-        try:
-            report(label, time_ms(launch))
-        except Exception as error:  # a tile that does not fit: say so and go on
-            print(f"  {label:<52} failed: {type(error).__name__}: {str(error)[:80]}")
+            def launch(bn: int = bn, kwargs: dict[str, object] = kwargs) -> None:
+                qr_update_kernel[(batch * triton.cdiv(cols, bn),)](
+                    a, h, t, amax, n, 0, nb, nb, n, *a.stride(), *h.stride(), t.stride(0),
+                    t.stride(1), **kwargs,
+                )  # fmt: skip
+
+            label = f"Triton {precision} BM={bm} BN={bn} warps={warps} stages={stages}"
+            label += " L2 hints" if hints else ""
+            try:
+                report(label, time_ms(launch))
+            except Exception as error:  # a tile that does not fit: say so and go on
+                print(f"  {label:<52} failed: {type(error).__name__}: {str(error)[:80]}")
 
 
 if __name__ == "__main__":

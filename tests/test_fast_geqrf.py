@@ -17,7 +17,7 @@ if not torch.cuda.is_available():
 from qrsup.kernels import blocked_wy
 from qrsup.kernels.checker import check_factors
 from qrsup.kernels.fast.config import DEFAULT_CONFIGS, dump_config, load_config
-from qrsup.kernels.fast.driver import Buffers, run_plan
+from qrsup.kernels.fast.driver import Buffers, l2_hints, run_plan
 from qrsup.kernels.fast.geqrf import FastGeqrf, NonFiniteInputError, geqrf
 from qrsup.kernels.fast.interpret import patch_scalar_index
 from qrsup.kernels.fast.library_update import cublas_precision
@@ -221,7 +221,9 @@ def test_panel_kernel_matches_the_reference_panel_and_its_t() -> None:
     assert torch.equal(h[:, :, col + nb :], a[:, :, col + nb :])
 
 
-def test_update_kernel_matches_the_reference_block_reflector() -> None:
+@pytest.mark.parametrize("hints", [False, True])
+def test_update_kernel_matches_the_reference_block_reflector(hints: bool) -> None:
+    """With and without the L2 policies (`update_l2_hints`), which change no value."""
     patch_scalar_index()
     batch, n, col, nb = 2, 40, 8, 16
     a = torch.randn(batch, n, n, device=DEVICE)
@@ -233,7 +235,7 @@ def test_update_kernel_matches_the_reference_block_reflector() -> None:
     col_blocks = -(-(n - col - nb) // 16)  # one program per matrix and column block
     qr_update_kernel[(batch * col_blocks,)](
         h, h, t.contiguous(), amax, n, col, nb, col + nb, n, *h.stride(), *h.stride(), nb * nb, nb,
-        NBP=16, BM=16, BN=16, PRECISION="ieee", APPLY_PRECISION="ieee",
+        NBP=16, BM=16, BN=16, PRECISION="ieee", APPLY_PRECISION="ieee", **l2_hints(hints),
     )  # fmt: skip
     expected = blocked_wy.apply_block_reflector_t(v, t, a[:, col:, col + nb :])
     assert torch.allclose(h[:, col:, col + nb :], expected, atol=1e-4)

@@ -96,6 +96,10 @@ class ShapeConfig:
     """Merge each fused update with the panel that follows it into one launch: the panel's own
     columns are updated and factored by one program per matrix while the other programs update
     the rest, so the panel's reflector chain overlaps the trailing update (lookahead.py)."""
+    update_l2_hints: bool
+    """Tell L2 what the fused update reads again (V, and C until its second walk: kept) and
+    what it does not (C's second read and its stores: streamed), so the matrices streamed through
+    the update do not evict the reflectors their neighbours share (update.py)."""
     update_carry_w: bool
     """Factor the next block before the rest of a block's trailing update, which then also sums
     the next block's W = Vᵀ·C as it writes C: the next block's updates walk the trailing matrix

@@ -173,6 +173,7 @@ def _update(src: torch.Tensor, plan: Plan, op: UpdateOp, out: Buffers) -> None:
     tiles = dict(NBP=op.dot_width, BM=op.block_m, BN=op.block_n)
     tiles |= dict(PRECISION=shape.update_precision, num_warps=op.warps)
     apply = dict(APPLY_PRECISION=shape.update_apply_precision)
+    hints = l2_hints(shape.update_l2_hints)
     span = (plan.n, op.col, op.nb, op.c_start, op.c_end)
     if op.carried or op.then:
         _carrying_update(src, plan, op, out, t)
@@ -180,7 +181,7 @@ def _update(src: torch.Tensor, plan: Plan, op: UpdateOp, out: Buffers) -> None:
     if not op.slab_rows:
         qr_update_kernel[(plan.batch * col_blocks,)](
             src, h, t, out.amax, *span, *src.stride(), *h.stride(), t.stride(0), t.stride(1),
-            num_stages=shape.update_stages, **tiles, **apply,
+            num_stages=shape.update_stages, **tiles, **apply, **hints,
         )  # fmt: skip
         return
     w = out.w
@@ -195,6 +196,12 @@ def _update(src: torch.Tensor, plan: Plan, op: UpdateOp, out: Buffers) -> None:
         src, h, w, t, out.amax, *span, *src.stride(), *h.stride(),
         w.stride(0), w.stride(1), t.stride(0), t.stride(1), **tiles, **apply,
     )  # fmt: skip
+
+
+def l2_hints(on: bool) -> dict[str, str]:
+    """The fused update's L2 policies: V, and C until its second read, kept; C's second read and
+    its stores streamed through. Off, both are the default policy."""
+    return dict(KEEP="evict_last", STREAM="evict_first") if on else dict(KEEP="", STREAM="")
 
 
 def _carrying_update(

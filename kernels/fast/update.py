@@ -17,7 +17,7 @@ from .scale import scale_for
 
 
 @triton.jit
-def load_v(base, rows, k, n, col0, nb, stride_r, stride_c):
+def load_v(base, rows, k, n, col0, nb, stride_r, stride_c, EVICT: tl.constexpr = ""):
     """V's rows `rows` (BM × NBP): the stored reflector tails with the implied unit diagonal."""
     vcols = col0 + k
     inside = (rows[:, None] < n) & (k[None, :] < nb)
@@ -25,6 +25,7 @@ def load_v(base, rows, k, n, col0, nb, stride_r, stride_c):
         base + rows[:, None] * stride_r + vcols[None, :] * stride_c,
         mask=inside & (rows[:, None] > vcols[None, :]),
         other=0.0,
+        eviction_policy=EVICT,
     )
     return tl.where(inside & (rows[:, None] == vcols[None, :]), 1.0, tail)
 
@@ -51,6 +52,8 @@ def update_columns(
     BN: tl.constexpr,
     PRECISION: tl.constexpr,
     APPLY_PRECISION: tl.constexpr,
+    KEEP: tl.constexpr = "",  # L2 policy of what is read again: V, and C in the first walk
+    STREAM: tl.constexpr = "",  # and of what is not: C in the second walk, and its stores
 ):
     """C ← C − V·(Tᵀ·(Vᵀ·C)) on BN columns, walking rows [col0, n) twice; shared by the fused
     update programs and the whole-matrix program."""
@@ -58,9 +61,10 @@ def update_columns(
     w = tl.zeros((NBP, BN), tl.float32)
     for r0 in range(col0, n, BM):
         rows = r0 + tl.arange(0, BM)
-        v = load_v(dst, rows, k, n, col0, nb, dst_sr, dst_sc)  # BM × NBP
+        v = load_v(dst, rows, k, n, col0, nb, dst_sr, dst_sc, KEEP)  # BM × NBP
         mask = (rows[:, None] < n) & (cols[None, :] < c_end)
-        c = tl.load(src + rows[:, None] * src_sr + cols[None, :] * src_sc, mask=mask, other=0.0)
+        c_at = src + rows[:, None] * src_sr + cols[None, :] * src_sc
+        c = tl.load(c_at, mask=mask, other=0.0, eviction_policy=KEEP)
         w = tl.dot(tl.trans(v), c * scale_in, w, input_precision=PRECISION)  # NBP × BN
 
     tmask = (k[:, None] < nb) & (k[None, :] < nb)
@@ -69,12 +73,14 @@ def update_columns(
 
     for r0 in range(col0, n, BM):
         rows = r0 + tl.arange(0, BM)
-        v = load_v(dst, rows, k, n, col0, nb, dst_sr, dst_sc)
+        v = load_v(dst, rows, k, n, col0, nb, dst_sr, dst_sc, KEEP)
         mask = (rows[:, None] < n) & (cols[None, :] < c_end)
-        c = tl.load(src + rows[:, None] * src_sr + cols[None, :] * src_sc, mask=mask, other=0.0)
+        c_at = src + rows[:, None] * src_sr + cols[None, :] * src_sc
+        c = tl.load(c_at, mask=mask, other=0.0, eviction_policy=STREAM)
         c = c * scale_in - tl.dot(v, w, input_precision=APPLY_PRECISION)
         c = tl.where(rows[:, None] < col0 + nb, c / scale_out, c)  # final R rows
-        tl.store(dst + rows[:, None] * dst_sr + cols[None, :] * dst_sc, c, mask=mask)
+        c_to = dst + rows[:, None] * dst_sr + cols[None, :] * dst_sc
+        tl.store(c_to, c, mask=mask, eviction_policy=STREAM)
 
 
 @triton.jit
@@ -101,6 +107,8 @@ def qr_update_kernel(
     BN: tl.constexpr,
     PRECISION: tl.constexpr,
     APPLY_PRECISION: tl.constexpr,
+    KEEP: tl.constexpr,  # "evict_last" with `update_l2_hints`, else "" (the default policy)
+    STREAM: tl.constexpr,  # "evict_first" with `update_l2_hints`, else ""
 ):
     """Grid (batch × column blocks,), a matrix's column blocks adjacent: apply the panel's block
     reflector to BN trailing columns. Programs that run side by side then share one matrix's V
@@ -114,5 +122,5 @@ def qr_update_kernel(
     update_columns(
         src_ptr + b * src_sb, dst_ptr + b * dst_sb, t_ptr + b * t_sb, t_sr, n, col0, nb, cols,
         c_end, scale_in, scale, src_sr, src_sc, dst_sr, dst_sc, NBP, BM, BN, PRECISION,
-        APPLY_PRECISION,
+        APPLY_PRECISION, KEEP, STREAM,
     )  # fmt: skip
