@@ -41,7 +41,7 @@ def join_t(
     else:
         for r0 in range(col0, n, BM):
             rows = r0 + tl.arange(0, BM)
-            v = load_v(h, rows, k, n, col0, width, h_sr, h_sc)  # BM × KBP
+            v = load_v(h, rows, k, n, col0, width, h_sr, h_sc, "")  # BM × KBP
             g = tl.dot(tl.trans(v), v, g, input_precision=PRECISION)
 
     panel = k // nb
@@ -84,7 +84,7 @@ def qr_gram_kernel(
     g = tl.zeros((KBP, KBP), tl.float32)
     for r0 in range(first, tl.minimum(first + slab_rows, n), BM):
         rows = r0 + tl.arange(0, BM)
-        v = load_v(h, rows, k, n, col0, width, h_sr, h_sc)  # BM × KBP
+        v = load_v(h, rows, k, n, col0, width, h_sr, h_sc, "")  # BM × KBP
         g = tl.dot(tl.trans(v), v, g, input_precision=PRECISION)
     tl.store(g_ptr + b * g_sb + slab * KBP * KBP + k[:, None] * KBP + k[None, :], g)
 

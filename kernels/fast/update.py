@@ -17,8 +17,10 @@ from .scale import scale_for
 
 
 @triton.jit
-def load_v(base, rows, k, n, col0, nb, stride_r, stride_c, EVICT: tl.constexpr = ""):
-    """V's rows `rows` (BM × NBP): the stored reflector tails with the implied unit diagonal."""
+def load_v(base, rows, k, n, col0, nb, stride_r, stride_c, EVICT: tl.constexpr):
+    """V's rows `rows` (BM × NBP): the stored reflector tails with the implied unit diagonal,
+    read under the L2 policy EVICT ("" for the default; no default value here, which Triton
+    3.6 cannot take for a string)."""
     vcols = col0 + k
     inside = (rows[:, None] < n) & (k[None, :] < nb)
     tail = tl.load(
@@ -52,8 +54,8 @@ def update_columns(
     BN: tl.constexpr,
     PRECISION: tl.constexpr,
     APPLY_PRECISION: tl.constexpr,
-    KEEP: tl.constexpr = "",  # L2 policy of what is read again: V, and C in the first walk
-    STREAM: tl.constexpr = "",  # and of what is not: C in the second walk, and its stores
+    KEEP: tl.constexpr,  # L2 policy of what is read again: V, and C in the first walk
+    STREAM: tl.constexpr,  # and of what is not: C in the second walk, and its stores
 ):
     """C ← C − V·(Tᵀ·(Vᵀ·C)) on BN columns, walking rows [col0, n) twice; shared by the fused
     update programs and the whole-matrix program."""

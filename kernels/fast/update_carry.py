@@ -69,7 +69,7 @@ def qr_update_carry_kernel(
         w = tl.zeros((NBP, BN), tl.float32)
         for r0 in range(col0, n, BM):
             rows = r0 + tl.arange(0, BM)
-            v = load_v(dst, rows, k, n, col0, nb, dst_sr, dst_sc)  # BM × NBP
+            v = load_v(dst, rows, k, n, col0, nb, dst_sr, dst_sc, "")  # BM × NBP
             mask = (rows[:, None] < n) & in_cols
             c = tl.load(src + rows[:, None] * src_sr + cols[None, :] * src_sc, mask=mask, other=0.0)
             w = tl.dot(tl.trans(v), c * scale_in, w, input_precision=PRECISION)  # NBP × BN
@@ -82,12 +82,12 @@ def qr_update_carry_kernel(
     w_next = tl.zeros((NEXT_NBP, BN), tl.float32)
     for r0 in range(col0, n, BM):
         rows = r0 + tl.arange(0, BM)
-        v = load_v(dst, rows, k, n, col0, nb, dst_sr, dst_sc)
+        v = load_v(dst, rows, k, n, col0, nb, dst_sr, dst_sc, "")
         mask = (rows[:, None] < n) & in_cols
         c = tl.load(src + rows[:, None] * src_sr + cols[None, :] * src_sc, mask=mask, other=0.0)
         c = c * scale_in - tl.dot(v, w, input_precision=APPLY_PRECISION)
         if NEXT:  # V' is zero above next0, so the rows that became final R add nothing
-            v_next = load_v(dst, rows, k_next, n, next0, next_nb, dst_sr, dst_sc)
+            v_next = load_v(dst, rows, k_next, n, next0, next_nb, dst_sr, dst_sc, "")
             w_next = tl.dot(tl.trans(v_next), c, w_next, input_precision=PRECISION)
         c = tl.where(rows[:, None] < col0 + nb, c / scale, c)  # final R rows
         tl.store(dst + rows[:, None] * dst_sr + cols[None, :] * dst_sc, c, mask=mask)

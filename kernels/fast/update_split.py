@@ -49,7 +49,7 @@ def qr_update_w_kernel(
     w = tl.zeros((NBP, BN), tl.float32)
     for r0 in range(first, tl.minimum(first + slab_rows, n), BM):
         rows = r0 + tl.arange(0, BM)
-        v = load_v(dst, rows, k, n, col0, nb, dst_sr, dst_sc)  # BM × NBP
+        v = load_v(dst, rows, k, n, col0, nb, dst_sr, dst_sc, "")  # BM × NBP
         mask = (rows[:, None] < n) & (cols[None, :] < c_end)
         c = tl.load(src + rows[:, None] * src_sr + cols[None, :] * src_sc, mask=mask, other=0.0)
         w = tl.dot(tl.trans(v), c * scale_in, w, input_precision=PRECISION)
@@ -101,7 +101,7 @@ def qr_update_apply_kernel(
     t = tl.load(t_ptr + b * t_sb + k[:, None] * t_sr + k[None, :], mask=tmask, other=0.0)
     w = tl.dot(tl.trans(t), w, input_precision=PRECISION)  # NBP × BN
 
-    v = load_v(dst, rows, k, n, col0, nb, dst_sr, dst_sc)
+    v = load_v(dst, rows, k, n, col0, nb, dst_sr, dst_sc, "")
     mask = (rows[:, None] < n) & (cols[None, :] < c_end)
     c = tl.load(src + rows[:, None] * src_sr + cols[None, :] * src_sc, mask=mask, other=0.0)
     c = c * scale_in - tl.dot(v, w, input_precision=APPLY_PRECISION)
