@@ -52,8 +52,6 @@ SPLIT_256, SPLIT_512 = {"panel_split_rows": 256}, {"panel_split_rows": 512}
 # them fails the factor gate from n = 512, or passes without margin (docs/benchmarks.md).
 CUBLAS = {"update_library": "cublas"}
 STAGES_1 = {"update_stages": 1}
-# W carried from one block's trailing update to the next's (update_carry.py): Triton updates only.
-CARRY_W = {"update_carry_w": True, "update_library": "triton"}
 L2_HINTS = {"update_l2_hints": True}  # V kept in L2, C's second read and stores streamed
 
 # Knob changes tried per shape class, each against the class's shipped point. Every class with a
@@ -62,8 +60,6 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
     "single-panel": [{"graph": True}],
     "small": [
         L2_HINTS,
-        CARRY_W,
-        {**CARRY_W, **NEVER_SPLIT},
         {"panel_width": 16},
         {"panel_width": 16, "block_width": 64},
         LOOKAHEAD,
@@ -74,10 +70,6 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
     "medium": [
         L2_HINTS,
         {**L2_HINTS, "update_stages": 2},
-        CARRY_W,
-        {**CARRY_W, "update_stages": 2},
-        {**CARRY_W, "block_width": 128},
-        {**CARRY_W, "update_block_n": 32},
         CUBLAS,
         {**CUBLAS, "block_width": 128},
         {**CUBLAS, "block_width": 128, "panel_width": 32},
@@ -96,8 +88,6 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
     ],
     "medium-1024": [
         L2_HINTS,
-        CARRY_W,
-        {**CARRY_W, **NEVER_SPLIT},
         CUBLAS,
         {**CUBLAS, "block_width": 128},
         LOOKAHEAD,
@@ -116,8 +106,6 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
     ],
     "large": [
         {**L2_HINTS, "update_library": "triton"},
-        CARRY_W,
-        {**CARRY_W, **NEVER_SPLIT},
         CUBLAS,
         STAGES_1,
         {**CUBLAS, **SPLIT_256},
@@ -132,8 +120,6 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         {"panel_split_rows": 128, "panel_width": 16},
     ],
     "huge": [
-        CARRY_W,
-        {**CARRY_W, **NEVER_SPLIT},
         CUBLAS,
         STAGES_1,
         {**CUBLAS, **SPLIT_256},

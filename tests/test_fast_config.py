@@ -260,38 +260,6 @@ def test_lookahead_merges_each_fused_update_with_the_next_panel_and_alternates_t
     assert not any(isinstance(op, LookaheadOp) for op in split.ops)
 
 
-def test_carrying_w_updates_the_next_block_first_and_hands_its_w_to_its_updates() -> None:
-    """At 640×512: block k's reflectors reach block k+1's columns, block k+1 is factored, then
-    block k's update of the rest sums block k+1's W; block k+1's two updates read it."""
-    shape = dataclasses.replace(
-        load_config(DEFAULT_CONFIGS).for_shape(640, 512),
-        block_width=64,
-        panel_width=16,
-        update_split_below=0,
-        lookahead=False,
-        update_carry_w=True,
-    )
-    plan = make_plan(640, 512, shape)
-    plain = make_plan(640, 512, dataclasses.replace(shape, update_carry_w=False))
-    assert plan is not None and plain is not None
-    assert plan.t_slots == 2 and plan.carry_width == 64 and plain.carry_width == 0
-    trailing = [op for op in plan.ops if isinstance(op, UpdateOp) and op.nb == 64]
-    spans = [(op.col, op.c_start, op.c_end, op.carried, op.then and op.then.col) for op in trailing]
-    assert spans[:4] == [
-        (0, 64, 128, False, None),
-        (0, 128, 512, False, 64),
-        (64, 128, 192, True, None),
-        (64, 192, 512, True, 128),
-    ]
-    assert spans[-1] == (384, 448, 512, True, None)  # the last block has nothing after it
-    heads = [i for i, op in enumerate(plan.ops) if op in trailing and not op.then]
-    for i in heads:  # each head is followed by the next block's first panel
-        assert isinstance(plan.ops[i + 1], PanelOp) and plan.ops[i + 1].col == plan.ops[i].c_start
-    assert [dataclasses.replace(p, t_slot=0) for p in plan.panels] == list(plain.panels)
-    cublas = make_plan(640, 512, dataclasses.replace(shape, update_library="cublas"))
-    assert cublas is not None and cublas.carry_width == 0
-
-
 @pytest.mark.parametrize(("batch", "n"), [(2, 4096), (8, 2048)])
 def test_row_split_panels_take_every_panel_taller_than_a_slab(batch: int, n: int) -> None:
     """Only the slab and join tiles meet the register budget, so panels stay panel_width wide

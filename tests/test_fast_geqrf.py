@@ -467,33 +467,6 @@ def test_lookahead_path_passes_and_matches_the_plain_launches(
     assert torch.allclose(h, h_plain, atol=1e-5) and torch.allclose(tau, tau_plain, atol=1e-6)
 
 
-CARRY_W = {"update_carry_w": True, "lookahead": False, "block_width": 16, "panel_width": 8}
-CARRY_W |= {"update_split_below": 0, "update_block_m": 16, "update_block_n": 16}
-
-
-@pytest.mark.parametrize(
-    ("batch", "n", "case"), [(3, 70, "mixed"), (2, 57, "rowscale"), (1, 33, "band")]
-)
-def test_updates_that_carry_w_pass_and_match_the_plain_launches(
-    tmp_path: Path, batch: int, n: int, case: str, nan_poisoned_empty: None
-) -> None:
-    """Each rest update sums the next block's W as it writes C, and that block's updates read it
-    back instead of walking the rows (update_carry.py): the same sums on the same values, so
-    the factors agree with the plain launches to rounding. A W read from the wrong block, or
-    before it was written, is a wrong factor here (the carry buffer starts as NaN)."""
-    solver = _solver_with(tmp_path, **CARRY_W)
-    plan, _ = solver._plan(-1, batch, n)
-    assert plan is not None and plan.carry_width == 16 and plan.t_slots == 2
-    updates = [op for op in plan.ops if isinstance(op, UpdateOp)]
-    assert any(op.then for op in updates) and any(op.carried for op in updates)
-    a = generate_input(Spec(batch=batch, n=n, cond=2, case=case, seed=29), device=DEVICE)
-    h, tau = solver(a)
-    _assert_passes(a, h, tau)
-    plain = _solver_with(tmp_path, **{**CARRY_W, "update_carry_w": False})
-    h_plain, tau_plain = plain(a)
-    assert torch.allclose(h, h_plain, atol=1e-5) and torch.allclose(tau, tau_plain, atol=1e-6)
-
-
 SPLIT_PANELS = {"panel_split_rows": 32, "panel_width": 16, "block_width": 32}
 
 

@@ -38,8 +38,7 @@ SM90_SHARED_BYTES = 232448  # the most shared memory one H100/H200 program can h
 LOOKAHEAD = {"lookahead": True, "update_split_below": 0}  # every fused update gets a look-ahead
 FUSED = {"path": "fused"}  # where one panel spans n rows; else make_plan falls back to blocked
 SPLIT_PANELS = {"panel_split_rows": 256}  # plans change only where a panel has over 256 rows
-# Trailing updates that carry W between blocks, and the others with their L2 policies.
-UPDATES = {"update_carry_w": True, "lookahead": False, "update_l2_hints": True}
+L2_HINTS = {"update_l2_hints": True}  # the fused updates with their L2 policies
 OPTIONS = ("num_warps", "num_stages")
 NO_COMPILER = 77  # main's exit status where this Triton cannot compile for NVIDIA GPUs ("skipped")
 
@@ -148,8 +147,8 @@ def _specialize(value: object) -> tuple[str, bool]:
 
 def plans_to_compile(config: Config) -> list[Plan]:
     """One qr_v2 benchmark shape per shape class, under its class's shipped point, with
-    look-ahead, with row-split panels and with the trailing updates' variants; the first also on
-    the fused path, whose compiles take seconds each."""
+    look-ahead, with row-split panels and with the update's L2 policies; the first also on the
+    fused path, whose compiles take seconds each."""
     shapes: dict[str, tuple[int, int]] = {}
     for spec in get_suite("qr_v2").benchmarks:
         shapes.setdefault(config.for_shape(spec.batch, spec.n).name, (spec.batch, spec.n))
@@ -157,7 +156,7 @@ def plans_to_compile(config: Config) -> list[Plan]:
     for i, (batch, n) in enumerate(shapes.values()):
         shipped = config.for_shape(batch, n)
         variants = (FUSED,) if i == 0 else (SPLIT_PANELS,)
-        for changes in ({}, LOOKAHEAD, UPDATES, *variants):
+        for changes in ({}, LOOKAHEAD, L2_HINTS, *variants):
             plan = make_plan(batch, n, dataclasses.replace(shipped, **changes))
             if plan is not None:
                 plans.append(plan)

@@ -100,10 +100,6 @@ class ShapeConfig:
     """Tell L2 what the fused update reads again (V, and C until its second walk: kept) and
     what it does not (C's second read and its stores: streamed), so the matrices streamed through
     the update do not evict the reflectors their neighbours share (update.py)."""
-    update_carry_w: bool
-    """Factor the next block before the rest of a block's trailing update, which then also sums
-    the next block's W = Vᵀ·C as it writes C: the next block's updates walk the trailing matrix
-    once instead of twice (update_carry.py). Fused Triton updates only."""
 
     def matches(self, batch: int, n: int) -> bool:
         """Whether a batch × n × n input belongs to this class."""

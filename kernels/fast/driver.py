@@ -15,7 +15,6 @@ from .lookahead import qr_lookahead_kernel
 from .panel import qr_panel_kernel
 from .panel_split import qr_slab_join_kernel, qr_slab_kernel, qr_slab_rebuild_kernel
 from .plan import (
-    DOT_MIN,
     FusedOp,
     LookaheadOp,
     Op,
@@ -29,7 +28,6 @@ from .plan import (
 from .scale import qr_amax_kernel
 from .tfactor import qr_gram_kernel, qr_tfactor_kernel
 from .update import qr_update_kernel
-from .update_carry import qr_update_carry_kernel
 from .update_split import qr_update_apply_kernel, qr_update_w_kernel
 
 AMAX_BLOCK_R = 32
@@ -47,7 +45,6 @@ class Buffers:
     w: torch.Tensor  # batch × w_width × n (row-split updates only)
     g: torch.Tensor  # batch × g_slabs × t_width × t_width (row-split T joins only)
     q: torch.Tensor  # batch × q_elems (row-split panels only)
-    carry: torch.Tensor  # batch × carry_width × n: W carried between blocks (update_carry_w)
     amax: torch.Tensor  # batch
     scale: torch.Tensor  # batch × 1 × 1: amax's power-of-two scale (cuBLAS updates only)
 
@@ -61,18 +58,17 @@ class Buffers:
             (batch, plan.w_width, n),
             (batch, plan.g_slabs, tw, tw),
             (batch, plan.q_elems),
-            (batch, plan.carry_width, n),
             (batch,),
             (batch, 1, 1),
         )
         sizes = [math.prod(shape) for shape in shapes]
         scratch = torch.empty(sum(sizes), dtype=a.dtype, device=a.device)
-        t, w, g, q, carry, amax, scale = (
+        t, w, g, q, amax, scale = (
             part.view(shape) for part, shape in zip(scratch.split(sizes), shapes, strict=True)
         )
         h = torch.empty((batch, n, n), dtype=a.dtype, device=a.device)
         tau = torch.empty((batch, n), dtype=a.dtype, device=a.device)
-        return cls(h=h, tau=tau, t=t, w=w, g=g, q=q, carry=carry, amax=amax, scale=scale)
+        return cls(h=h, tau=tau, t=t, w=w, g=g, q=q, amax=amax, scale=scale)
 
 
 def run_plan(a: torch.Tensor, plan: Plan, out: Buffers) -> None:
@@ -175,9 +171,6 @@ def _update(src: torch.Tensor, plan: Plan, op: UpdateOp, out: Buffers) -> None:
     apply = dict(APPLY_PRECISION=shape.update_apply_precision)
     hints = l2_hints(shape.update_l2_hints)
     span = (plan.n, op.col, op.nb, op.c_start, op.c_end)
-    if op.carried or op.then:
-        _carrying_update(src, plan, op, out, t)
-        return
     if not op.slab_rows:
         qr_update_kernel[(plan.batch * col_blocks,)](
             src, h, t, out.amax, *span, *src.stride(), *h.stride(), t.stride(0), t.stride(1),
@@ -202,22 +195,6 @@ def l2_hints(on: bool) -> dict[str, str]:
     """The fused update's L2 policies: V, and C until its second read, kept; C's second read and
     its stores streamed through. Off, both are the default policy."""
     return dict(KEEP="evict_last", STREAM="evict_first") if on else dict(KEEP="", STREAM="")
-
-
-def _carrying_update(
-    src: torch.Tensor, plan: Plan, op: UpdateOp, out: Buffers, t: torch.Tensor
-) -> None:
-    shape, h, carry, then = plan.shape, out.h, out.carry, op.then
-    following = (then.col, then.nb) if then else (0, 0)
-    col_blocks = triton.cdiv(op.c_end - op.c_start, op.block_n)
-    qr_update_carry_kernel[(plan.batch * col_blocks,)](
-        src, h, t, carry, out.amax, plan.n, op.col, op.nb, *following, op.c_start, op.c_end,
-        *src.stride(), *h.stride(), t.stride(0), t.stride(1), carry.stride(0), carry.stride(1),
-        NBP=op.dot_width, NEXT_NBP=then.dot_width if then else DOT_MIN, BM=op.block_m,
-        BN=op.block_n, PRECISION=shape.update_precision,
-        APPLY_PRECISION=shape.update_apply_precision, W_GIVEN=op.carried, NEXT=then is not None,
-        num_warps=op.warps, num_stages=shape.update_stages,
-    )  # fmt: skip
 
 
 def _lookahead(src: torch.Tensor, plan: Plan, op: LookaheadOp, out: Buffers) -> None:

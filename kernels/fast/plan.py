@@ -12,17 +12,12 @@ With `update_library = "cublas"`, each block's trailing update is cuBLAS's (libr
 With `lookahead`, each fused update and the panel right after it become one launch
 (LookaheadOp); blocks then alternate between two T slots, since the next block's first panel
 writes its T while that launch's update programs still read the finished block's T.
-With `update_carry_w`, each block's trailing update is cut in two: its reflectors reach the next
-block's columns first, the next block is factored, and then the rest of the update also sums the
-next block's W = Vᵀ·C on the values it writes, so the next block's updates skip their first walk
-over the rows (update_carry.py). Blocks alternate between two T slots here too.
 """
 
 from __future__ import annotations
 
 import functools
-import itertools
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from .config import ShapeConfig
 
@@ -98,24 +93,6 @@ class UpdateOp:
     t_slot: int = 0
     library: bool = False
     """Run by cuBLAS's batched GEMMs instead of Triton's programs (library_update.py)."""
-    carried: bool = False
-    """W = Vᵀ·C of these columns is already in the plan's carry buffer (update_carry.py)."""
-    then: NextBlock | None = None
-    """The block factored next, whose W this update sums into the carry buffer as it writes C."""
-
-    @property
-    def fused(self) -> bool:
-        """Whether one Triton program per column block runs it (the only kind that carries W)."""
-        return not self.slab_rows and not self.library
-
-
-@dataclass(frozen=True)
-class NextBlock:
-    """The reflectors of columns [col, col + nb), as an update that carries W sums them."""
-
-    col: int
-    nb: int
-    dot_width: int
 
 
 @dataclass(frozen=True)
@@ -180,8 +157,6 @@ class Plan:
     """How many T buffers (2 where lookahead overlaps one block's update with the next's panel)."""
     q_elems: int = 0
     """Floats per matrix of the row-split panels' scratch (0 when no panel splits)."""
-    carry_width: int = 0
-    """Rows of the carry buffer, W carried from one block's update to the next's (0: none)."""
 
     @functools.cached_property
     def library_updates(self) -> bool:
@@ -220,28 +195,27 @@ def make_plan(batch: int, n: int, shape: ShapeConfig) -> Plan | None:
         nb = _panel_width(n, shape)
         if nb is not None:
             return _fused_plan(batch, n, nb, shape)
-    blocks: list[Block] = []
-    col = 0
+    ops: list[Op] = []
+    col = block = 0
     while col < n:
         nb = _split_width(n - col, shape) or _panel_width(n - col, shape)
         if nb is None:
             return None
         width = min(max(shape.block_width, nb), n - col)
         end = col + width
-        slot = len(blocks) % 2 if shape.lookahead or shape.update_carry_w else 0
-        factor: list[Op] = []
+        slot = block % 2 if shape.lookahead else 0
         for p in range(col, end, nb):
-            factor.append(_panel(p, nb, n, p - col, shape, slot))
+            ops.append(_panel(p, nb, n, p - col, shape, slot))
             if p + nb < end:
-                factor.append(_update(batch, p, nb, p - col, p + nb, end, shape, slot, inner=True))
+                ops.append(_update(batch, p, nb, p - col, p + nb, end, shape, slot, inner=True))
         if width > nb:
             warps = 4 if dot_width(width) <= 64 else 8
             gram_rows = _gram_rows(n - col, shape)
-            factor.append(TFactorOp(col, width, nb, dot_width(width), warps, gram_rows, slot))
-        blocks.append(Block(col, width, slot, tuple(factor)))
-        col = end
-    assemble = _carrying_w if shape.update_carry_w else _blocked
-    ops = assemble(batch, n, blocks, shape)
+            ops.append(TFactorOp(col, width, nb, dot_width(width), warps, gram_rows, slot))
+        if end < n:
+            library = shape.update_library == "cublas"
+            ops.append(_update(batch, col, width, 0, end, n, shape, slot, library))
+        col, block = end, block + 1
     if shape.lookahead:
         ops = _look_ahead(ops, shape)
     parts = [op for op in ops if not isinstance(op, LookaheadOp)]
@@ -261,56 +235,7 @@ def make_plan(batch: int, n: int, shape: ShapeConfig) -> Plan | None:
     ]
     w_width, g_slabs = max(split, default=0), max(slabs, default=0)
     q_elems = max((op.scratch for op in parts if isinstance(op, SplitPanelOp)), default=0)
-    carry = [op.then.dot_width for op in parts if isinstance(op, UpdateOp) and op.then]
-    scratch = (w_width, g_slabs, shape, t_slots, q_elems, max(carry, default=0))
-    return Plan(batch, n, tuple(ops), t_width, *scratch)
-
-
-@dataclass(frozen=True)
-class Block:
-    """One block of columns [col, col + width) and the launches that factor it."""
-
-    col: int
-    width: int
-    t_slot: int
-    factor: tuple[Op, ...]
-
-    @property
-    def end(self) -> int:
-        return self.col + self.width
-
-
-def _trailing(batch: int, block: Block, c_start: int, c_end: int, shape: ShapeConfig) -> UpdateOp:
-    """The block's update of the columns [c_start, c_end)."""
-    library = shape.update_library == "cublas"
-    return _update(batch, block.col, block.width, 0, c_start, c_end, shape, block.t_slot, library)
-
-
-def _blocked(batch: int, n: int, blocks: list[Block], shape: ShapeConfig) -> list[Op]:
-    """Each block factored, then every column right of it updated at once."""
-    ops: list[Op] = []
-    for block in blocks:
-        ops += block.factor
-        if block.end < n:
-            ops.append(_trailing(batch, block, block.end, n, shape))
-    return ops
-
-
-def _carrying_w(batch: int, n: int, blocks: list[Block], shape: ShapeConfig) -> list[Op]:
-    """Each block's update of the next block's columns, the next block factored, then the rest of
-    the update summing the next block's W for its own updates (the first walk they skip)."""
-    ops: list[Op] = list(blocks[0].factor)
-    given = False  # whether the last rest update left this block's W in the carry buffer
-    for block, after in itertools.pairwise(blocks):
-        head = _trailing(batch, block, block.end, after.end, shape)
-        ops += [replace(head, carried=given and head.fused), *after.factor]
-        if after.end == n:
-            break
-        rest = _trailing(batch, block, after.end, n, shape)
-        then = NextBlock(after.col, after.width, dot_width(after.width)) if rest.fused else None
-        ops.append(replace(rest, carried=given and rest.fused, then=then))
-        given = rest.fused
-    return ops
+    return Plan(batch, n, tuple(ops), t_width, w_width, g_slabs, shape, t_slots, q_elems)
 
 
 def _look_ahead(ops: list[Op], shape: ShapeConfig) -> list[Op]:
@@ -321,8 +246,8 @@ def _look_ahead(ops: list[Op], shape: ShapeConfig) -> list[Op]:
         if (
             isinstance(op, PanelOp)
             and isinstance(before, UpdateOp)
-            and before.fused
-            and not before.carried
+            and not before.slab_rows
+            and not before.library
             and before.c_start == op.col
         ):
             warps = max(op.warps, before.warps)
