@@ -244,7 +244,8 @@ def main() -> int:
     compiled = {launch.kernel.__name__ for launch in launches}
     missing = sorted(set(kernels) - compiled)
     took = time.monotonic() - start
-    print(f"{len(launches)} launches of {len(compiled)} kernels compiled for sm_90 in {took:.0f}s")
+    done = f"{len(launches)} launches of {len(compiled)} kernels compiled for sm_90"
+    print(f"{done} in {took:.0f}s (Triton {triton.__version__})")
     print(f"{failures} failed")
     if missing:
         print(f"no plan launches {', '.join(missing)}")
