@@ -227,3 +227,17 @@ def test_the_window_gets_a_smaller_share_of_the_claimed_time_than_the_cycle():
     assert CUDA_TOLERANCE.window_relative_slack < CUDA_TOLERANCE.relative_slack
     honest = [Cycle(claimed, claimed + 0.5 * MS, 6.5 * MS + claimed, 0.0, False)] * 20
     assert judge_integrity(honest, WINDOW_BASELINE, CUDA_TOLERANCE).ok
+
+
+def test_a_pass_reports_its_closest_call_with_that_calls_own_allowance():
+    """An exported cycle is allowed far more than a plain one (its baseline holds the export:
+    about 0.6 s at 640×512). Reported beside the plain cycles' allowance, its larger unaccounted
+    time read as a failure that passed (18.1 ms against 3.69 ms allowed, on an H200)."""
+    baseline = CycleBaseline(cycle_ns=2 * MS, export_cycle_ns=300 * MS, jitter_ns=0.1 * MS)
+    plain = [Cycle(1 * MS, 1 * MS, 1 * MS + 2 * MS + 0.4 * MS, 0.0, False)] * 5
+    exported = [Cycle(1 * MS, 1 * MS, 1 * MS + 300 * MS + 5 * MS, 0.0, True)] * 5
+    verdict = judge_integrity(plain + exported, baseline, CUDA_TOLERANCE)
+    assert verdict.ok, verdict.reason
+    # The plain cycles: 0.4 ms of 0.1 + 0.5 + 0.5 × 2 ms; the exported: 5 ms of 150.6 ms.
+    assert verdict.unaccounted_ns == pytest.approx(0.4 * MS)
+    assert verdict.allowed_ns == pytest.approx(1.6 * MS)
