@@ -241,3 +241,14 @@ def test_a_pass_reports_its_closest_call_with_that_calls_own_allowance():
     # The plain cycles: 0.4 ms of 0.1 + 0.5 + 0.5 × 2 ms; the exported: 5 ms of 150.6 ms.
     assert verdict.unaccounted_ns == pytest.approx(0.4 * MS)
     assert verdict.allowed_ns == pytest.approx(1.6 * MS)
+
+
+def test_a_baseline_below_zero_takes_nothing_from_the_allowance():
+    """A share of the do-nothing cycle joins the allowance; a calibration over-excused into a
+    negative cycle or window took that share away instead."""
+    negative = CycleBaseline(
+        cycle_ns=-1 * MS, export_cycle_ns=3 * MS, jitter_ns=0.1 * MS, window_ns=-0.2 * MS
+    )
+    cycles = [Cycle(1 * MS, 1 * MS, 1 * MS - 1 * MS + 0.55 * MS, 0.0, False)] * 5
+    verdict = judge_integrity(cycles, negative, CUDA_TOLERANCE)
+    assert verdict.ok, verdict.reason  # 0.55 ms against 0.1 + 0.5, not 0.1 + 0.5 − 0.5

@@ -241,7 +241,9 @@ def judge_integrity(
 ) -> IntegrityVerdict:
     """Median unaccounted wall time (plain and exported cycles, the timed window) and total
     unaccounted CPU time. A pass reports its closest call: the wall-clock accounting nearest its
-    own allowance, with that allowance (an exported cycle's is far larger than a plain one's)."""
+    own allowance, with that allowance (an exported cycle's is far larger than a plain one's).
+    A baseline below zero (waits over-excused while calibrating on a busy host: an H200's window
+    baseline came out at -0.208 ms) adds no share of itself to the allowance, nor takes one."""
     if not cycles:
         return IntegrityVerdict(True, 0.0, 0.0, 0.0, 0.0, "")
     claimed = statistics.median(c.claimed_ns for c in cycles)
@@ -257,16 +259,15 @@ def judge_integrity(
             continue
         base = baseline.export_cycle_ns if exported else baseline.cycle_ns
         extra = statistics.median(c.harness_ns - base for c in group)
-        limit = allowed + tolerance.harness_slack * base
+        limit = allowed + tolerance.harness_slack * max(base, 0.0)
         if extra > limit:
             return _failed(extra, limit, 0.0, cpu_allowed, claimed, "wall-clock")
         closest = _closer(closest, (extra, limit))
     if tolerance.check_window:
         extra = statistics.median(c.window_overhead_ns for c in cycles) - baseline.window_ns
         window_slack = max(tolerance.min_slack_ns, tolerance.window_relative_slack * claimed)
-        limit = (
-            baseline.window_jitter_ns + window_slack + tolerance.harness_slack * baseline.window_ns
-        )
+        window = max(baseline.window_ns, 0.0)
+        limit = baseline.window_jitter_ns + window_slack + tolerance.harness_slack * window
         if extra > limit:
             return _failed(extra, limit, 0.0, cpu_allowed, claimed, "timed-window")
         closest = _closer(closest, (extra, limit))
