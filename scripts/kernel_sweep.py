@@ -52,7 +52,7 @@ SPLIT_256, SPLIT_512 = {"panel_split_rows": 256}, {"panel_split_rows": 512}
 # them fails the factor gate from n = 512, or passes without margin (docs/benchmarks.md).
 CUBLAS = {"update_library": "cublas"}
 STAGES_1 = {"update_stages": 1}
-L2_HINTS = {"update_l2_hints": True}  # V kept in L2, C's second read and stores streamed
+L2_HINTS = {"update_l2_hints": True}  # V kept in L2, C's second read and stores evicted first
 
 # Knob changes tried per shape class, each against the class's shipped point. Every class with a
 # relaxed precision lists SAFE (3×TF32 everywhere) so that some variant passes with margin.

@@ -98,8 +98,8 @@ class ShapeConfig:
     the rest, so the panel's reflector chain overlaps the trailing update (lookahead.py)."""
     update_l2_hints: bool
     """Tell L2 what the fused update reads again (V, and C until its second walk: kept) and
-    what it does not (C's second read and its stores: streamed), so the matrices streamed through
-    the update do not evict the reflectors their neighbours share (update.py)."""
+    what it does not (C's second read and its stores: evicted first), so the matrices passing
+    through the update do not evict the reflectors their neighbours share (update.py)."""
 
     def matches(self, batch: int, n: int) -> bool:
         """Whether a batch × n × n input belongs to this class."""

@@ -193,8 +193,8 @@ def _update(src: torch.Tensor, plan: Plan, op: UpdateOp, out: Buffers) -> None:
 
 def l2_hints(on: bool) -> dict[str, str]:
     """The fused update's L2 policies: V, and C until its second read, kept; C's second read and
-    its stores streamed through. Off, both are the default policy."""
-    return dict(KEEP="evict_last", STREAM="evict_first") if on else dict(KEEP="", STREAM="")
+    its stores let through to be evicted first. Off, both are the default policy."""
+    return dict(KEEP="evict_last", ONCE="evict_first") if on else dict(KEEP="", ONCE="")
 
 
 def _lookahead(src: torch.Tensor, plan: Plan, op: LookaheadOp, out: Buffers) -> None:

@@ -55,7 +55,7 @@ def update_columns(
     PRECISION: tl.constexpr,
     APPLY_PRECISION: tl.constexpr,
     KEEP: tl.constexpr,  # L2 policy of what is read again: V, and C in the first walk
-    STREAM: tl.constexpr,  # and of what is not: C in the second walk, and its stores
+    ONCE: tl.constexpr,  # and of what is not: C in the second walk, and its stores
 ):
     """C ← C − V·(Tᵀ·(Vᵀ·C)) on BN columns, walking rows [col0, n) twice; shared by the fused
     update programs and the whole-matrix program."""
@@ -78,11 +78,11 @@ def update_columns(
         v = load_v(dst, rows, k, n, col0, nb, dst_sr, dst_sc, KEEP)
         mask = (rows[:, None] < n) & (cols[None, :] < c_end)
         c_at = src + rows[:, None] * src_sr + cols[None, :] * src_sc
-        c = tl.load(c_at, mask=mask, other=0.0, eviction_policy=STREAM)
+        c = tl.load(c_at, mask=mask, other=0.0, eviction_policy=ONCE)
         c = c * scale_in - tl.dot(v, w, input_precision=APPLY_PRECISION)
         c = tl.where(rows[:, None] < col0 + nb, c / scale_out, c)  # final R rows
         c_to = dst + rows[:, None] * dst_sr + cols[None, :] * dst_sc
-        tl.store(c_to, c, mask=mask, eviction_policy=STREAM)
+        tl.store(c_to, c, mask=mask, eviction_policy=ONCE)
 
 
 @triton.jit
@@ -110,7 +110,7 @@ def qr_update_kernel(
     PRECISION: tl.constexpr,
     APPLY_PRECISION: tl.constexpr,
     KEEP: tl.constexpr,  # "evict_last" with `update_l2_hints`, else "" (the default policy)
-    STREAM: tl.constexpr,  # "evict_first" with `update_l2_hints`, else ""
+    ONCE: tl.constexpr,  # "evict_first" with `update_l2_hints`, else ""
 ):
     """Grid (batch × column blocks,), a matrix's column blocks adjacent: apply the panel's block
     reflector to BN trailing columns. Programs that run side by side then share one matrix's V
@@ -124,5 +124,5 @@ def qr_update_kernel(
     update_columns(
         src_ptr + b * src_sb, dst_ptr + b * dst_sb, t_ptr + b * t_sb, t_sr, n, col0, nb, cols,
         c_end, scale_in, scale, src_sr, src_sc, dst_sr, dst_sc, NBP, BM, BN, PRECISION,
-        APPLY_PRECISION, KEEP, STREAM,
+        APPLY_PRECISION, KEEP, ONCE,
     )  # fmt: skip
