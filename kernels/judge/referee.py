@@ -378,11 +378,7 @@ class Referee:
             # once more in a new contestant, calibrated as the host is now before the candidate
             # is loaded into it again. Hidden work is systematic and fails again; nothing the
             # candidate started survives its old process.
-            first_attempt = {
-                **verdict.to_dict(),
-                "baseline": asdict(self.baselines[spec]),
-                "stretch_ns": stretch_by_phase(cycles, self.baselines[spec]),
-            }
+            first_attempt = _integrity_record(verdict, cycles, self.baselines[spec])
             self._recalibrated_contestant(spec)
             self._warm_up(outcome)
             durations, cycles = self._timed_repetitions(outcome, tolerance)
@@ -390,11 +386,8 @@ class Referee:
         outcome.stats = Stats.from_durations(durations)
         windows = [max(0.0, c.window_ns - self.go_overhead_ns) / outcome.count for c in cycles]
         outcome.referee_mean_ns = sum(windows) / len(windows)
-        baseline = self.baselines[spec]
         outcome.integrity = {
-            **verdict.to_dict(),
-            "baseline": asdict(baseline),
-            "stretch_ns": stretch_by_phase(cycles, baseline),
+            **_integrity_record(verdict, cycles, self.baselines[spec]),
             "bookkeeping_ns": statistics.median(c.bookkeeping_ns for c in cycles),
             "window_waits_ns": window_waits_ns(cycles),
             "first_attempt": first_attempt,
@@ -499,6 +492,17 @@ class Referee:
             del flat  # it maps the file: emptying the file under it would fault
             self._discard_export()
             outcome.check_s += time.monotonic() - start
+
+
+def _integrity_record(
+    verdict: IntegrityVerdict, cycles: list[Cycle], baseline: CycleBaseline
+) -> dict[str, object]:
+    """An attempt's verdict, the baseline it was judged against and where its time went."""
+    return {
+        **verdict.to_dict(),
+        "baseline": asdict(baseline),
+        "stretch_ns": stretch_by_phase(cycles, baseline),
+    }
 
 
 def _launch_wait_ns(reply: dict) -> float:
