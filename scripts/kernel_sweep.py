@@ -53,12 +53,14 @@ SPLIT_256, SPLIT_512 = {"panel_split_rows": 256}, {"panel_split_rows": 512}
 CUBLAS = {"update_library": "cublas"}
 STAGES_1 = {"update_stages": 1}
 L2_HINTS = {"update_l2_hints": True}  # V kept in L2, C's second read and stores evicted first
+BLOCK = {"block_launch": True}  # a block's panels, inner updates and T join in one launch
 
 # Knob changes tried per shape class, each against the class's shipped point. Every class with a
 # relaxed precision lists SAFE (3×TF32 everywhere) so that some variant passes with margin.
 VARIANTS: dict[str, list[dict[str, object]]] = {
     "single-panel": [{"graph": True}],
     "small": [
+        {**BLOCK, "block_width": 64},
         L2_HINTS,
         {"panel_width": 16},
         {"panel_width": 16, "block_width": 64},
@@ -68,6 +70,12 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         STAGES_1,
     ],
     "medium": [
+        BLOCK,
+        {**BLOCK, "panel_width": 32},
+        {**BLOCK, "panel_elems_per_thread": 32},
+        {**BLOCK, "inner_update_block_m": 32},
+        {**BLOCK, "block_width": 128, "inner_update_block_n": 32},
+        {**BLOCK, **L2_HINTS},
         L2_HINTS,
         {**L2_HINTS, "update_stages": 2},
         CUBLAS,
@@ -87,6 +95,7 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         {**FUSED, "panel_width": 16, "block_width": 32, "fused_warps": 8},
     ],
     "medium-1024": [
+        {**BLOCK, "update_split_below": 0, "t_gram_rows": 0},
         L2_HINTS,
         CUBLAS,
         {**CUBLAS, "block_width": 128},

@@ -23,10 +23,12 @@ from qrsup.kernels.fast.interpret import patch_scalar_index
 from qrsup.kernels.fast.library_update import cublas_precision
 from qrsup.kernels.fast.panel import qr_panel_kernel
 from qrsup.kernels.fast.plan import (
+    BlockOp,
     LookaheadOp,
     PanelOp,
     Plan,
     SplitPanelOp,
+    TFactorOp,
     UpdateOp,
     make_plan,
     next_pow2,
@@ -470,6 +472,56 @@ def test_lookahead_path_passes_and_matches_the_plain_launches(
         assert torch.allclose(h, h_plain, atol=1e-5) and torch.allclose(tau, tau_plain, atol=1e-6)
 
 
+BLOCK_LAUNCH = {**LOOKAHEAD, "lookahead": False, "block_launch": True, "t_gram_rows": 0}
+
+
+@pytest.mark.parametrize(
+    ("batch", "n", "case"),
+    [(3, 70, "mixed"), (2, 41, "rowscale"), (1, 9, "band"), (2, 64, "rankdef")],
+)
+def test_block_launch_passes_and_matches_the_stage_launches(
+    tmp_path: Path, batch: int, n: int, case: str, nan_poisoned_empty: None
+) -> None:
+    """One program per matrix runs a block's panels, inner updates and T join (block.py): the
+    same arithmetic as their separate launches, so in the interpreter the same factors. n = 9
+    is a single block, the plan's only launch, which still needs the prescale."""
+    solver = _solver_with(tmp_path, **BLOCK_LAUNCH)
+    plan, _ = solver._plan(-1, batch, n)
+    assert plan is not None and any(isinstance(op, BlockOp) for op in plan.ops)
+    a = generate_input(Spec(batch=batch, n=n, cond=2, case=case, seed=31), device=DEVICE)
+    h, tau = solver(a)
+    _assert_passes(a, h, tau)
+    if INTERPRET_HERE:
+        h_plain, tau_plain = _solver_with(tmp_path, **{**BLOCK_LAUNCH, "block_launch": False})(a)
+        assert torch.allclose(h, h_plain, atol=1e-5) and torch.allclose(tau, tau_plain, atol=1e-6)
+
+
+@pytest.mark.parametrize("magnitude", [1e-30, 1e30])
+def test_block_launch_rescales_extreme_magnitudes_exactly(tmp_path: Path, magnitude: float) -> None:
+    """The first block reads A at its scale; every R row leaves at A's scale again."""
+    solver = _solver_with(tmp_path, **BLOCK_LAUNCH)
+    base = torch.randn(2, 40, 40, device=DEVICE)
+    h_ref, tau_ref = solver(base)
+    h, tau = solver(base * magnitude)
+    _assert_passes(base * magnitude, h, tau)
+    assert torch.allclose(tau, tau_ref, atol=1e-5)
+    assert torch.allclose(torch.triu(h) / magnitude, torch.triu(h_ref), rtol=1e-4, atol=1e-4)
+
+
+def test_block_launch_leaves_blocks_that_split_rows_to_their_launches(tmp_path: Path) -> None:
+    """A block whose inner updates or VᵀV split rows over programs keeps its launches; the
+    choice is per block, so blocks of at most t_gram_rows rows still get one launch."""
+    plan, _ = _solver_with(tmp_path, **{**BLOCK_LAUNCH, "update_split_below": 65536})._plan(
+        -1, 2, 300
+    )
+    assert plan is not None and not any(isinstance(op, BlockOp) for op in plan.ops)
+    plan, _ = _solver_with(tmp_path, **{**BLOCK_LAUNCH, "t_gram_rows": 128})._plan(-1, 2, 300)
+    assert plan is not None and isinstance(plan.ops[0], PanelOp)
+    blocks = [op for op in plan.ops if isinstance(op, BlockOp)]
+    joins = [op for op in plan.ops if isinstance(op, TFactorOp)]
+    assert blocks and joins and max(300 - op.col for op in blocks) <= 128 < 300 - joins[-1].col
+
+
 SPLIT_PANELS = {"panel_split_rows": 32, "panel_width": 16, "block_width": 32}
 
 
@@ -506,12 +558,14 @@ def test_row_split_panels_rebuild_the_factors_the_one_program_panels_find(tmp_pa
     [
         *[("lookahead", batch, n) for batch, n in [(1, 1), (2, 2), (1, 17), (2, 33)]],
         *[("split panels", batch, n) for batch, n in [(1, 1), (2, 33), (1, 48)]],
+        *[("block launch", batch, n) for batch, n in [(1, 1), (1, 17), (2, 33)]],
     ],
 )
-def test_lookahead_and_split_panels_pass_awkward_sizes_and_strided_input(
+def test_other_paths_pass_awkward_sizes_and_strided_input(
     tmp_path: Path, path: str, batch: int, n: int
 ) -> None:
-    knobs = {"lookahead": LOOKAHEAD, "split panels": SPLIT_PANELS}[path]
+    paths = {"lookahead": LOOKAHEAD, "split panels": SPLIT_PANELS, "block launch": BLOCK_LAUNCH}
+    knobs = paths[path]
     solver = _solver_with(tmp_path, **knobs)
     a = torch.randn(batch, n, 2 * n, device=DEVICE)[:, :, ::2]
     before = a.clone()

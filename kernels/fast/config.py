@@ -96,6 +96,10 @@ class ShapeConfig:
     """Merge each fused update with the panel that follows it into one launch: the panel's own
     columns are updated and factored by one program per matrix while the other programs update
     the rest, so the panel's reflector chain overlaps the trailing update (lookahead.py)."""
+    block_launch: bool
+    """Factor each block (its panels, the update of its own columns after each, its T join) in
+    one launch of one program per matrix instead of a launch per stage (block.py); blocks whose
+    panels or inner updates split rows keep their launches."""
     update_l2_hints: bool
     """Tell L2 what the fused update reads again (V, and C until its second walk: kept) and
     what it does not (C's second read and its stores: evicted first), so the matrices passing

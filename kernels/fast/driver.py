@@ -9,12 +9,14 @@ from dataclasses import dataclass
 import torch
 import triton
 
+from .block import qr_block_kernel
 from .fused import qr_fused_kernel
 from .library_update import library_update, scale_of
 from .lookahead import qr_lookahead_kernel
 from .panel import qr_panel_kernel
 from .panel_split import qr_slab_join_kernel, qr_slab_kernel, qr_slab_rebuild_kernel
 from .plan import (
+    BlockOp,
     FusedOp,
     LookaheadOp,
     Op,
@@ -77,7 +79,7 @@ def run_plan(a: torch.Tensor, plan: Plan, out: Buffers) -> None:
     if isinstance(first, FusedOp):
         _fused(a, plan, first, out)
         return
-    if len(plan.ops) > 1:  # a single panel scales itself
+    if not (len(plan.ops) == 1 and isinstance(first, PanelOp)):  # a lone panel scales itself
         prescale(a, plan, out)
     for op in plan.ops:
         run_op(a, plan, op, out)
@@ -105,6 +107,8 @@ def run_op(a: torch.Tensor, plan: Plan, op: Op, out: Buffers) -> None:
         _tfactor(plan, op, out)
     elif isinstance(op, LookaheadOp):
         _lookahead(a if op.update.col == 0 else out.h, plan, op, out)
+    elif isinstance(op, BlockOp):
+        _block(a if op.col == 0 else out.h, plan, op, out)
 
 
 def _t_at(plan: Plan, out: Buffers, slot: int, offset: int) -> torch.Tensor:
@@ -208,6 +212,20 @@ def _lookahead(src: torch.Tensor, plan: Plan, op: LookaheadOp, out: Buffers) -> 
         NBP=up.dot_width, BM=up.block_m, BN=up.block_n,
         PANEL_M=panel.block_m, PNB=panel.nb, PNBP=dot_width(panel.nb),
         PRECISION=shape.update_precision, APPLY_PRECISION=shape.update_apply_precision,
+        PAIR_REDUCE=shape.panel_pair_reduce and src.is_cuda,
+        num_warps=op.warps, num_stages=shape.update_stages,
+    )  # fmt: skip
+
+
+def _block(src: torch.Tensor, plan: Plan, op: BlockOp, out: Buffers) -> None:
+    shape, h = plan.shape, out.h
+    t = _t_at(plan, out, op.t_slot, 0)
+    qr_block_kernel[(plan.batch,)](
+        src, h, out.tau, t, out.amax, plan.n, op.col, op.width, *src.stride(), *h.stride(),
+        out.tau.stride(0), t.stride(0), t.stride(1),
+        PANEL_M=op.panel_m, NB=op.nb, NBP=dot_width(op.nb), KBP=op.dot_width,
+        BM=op.block_m, BN=op.block_n, PRECISION=shape.update_precision,
+        APPLY_PRECISION=shape.update_apply_precision, T_PRECISION=shape.t_precision,
         PAIR_REDUCE=shape.panel_pair_reduce and src.is_cuda,
         num_warps=op.warps, num_stages=shape.update_stages,
     )  # fmt: skip

@@ -9,6 +9,7 @@ With `panel_split_rows`, a panel taller than that many rows is a SplitPanelOp: i
 factored in slabs by many programs per matrix and its Householder form rebuilt (panel_split.py),
 so its width is bound by a slab's rows, not all of them.
 With `update_library = "cublas"`, each block's trailing update is cuBLAS's (library_update.py).
+With `block_launch`, a block's panels, inner updates and T join are one launch (BlockOp).
 With `lookahead`, each fused update and the panel right after it become one launch
 (LookaheadOp); blocks then alternate between two T slots, since the next block's first panel
 writes its T while that launch's update programs still read the finished block's T.
@@ -126,6 +127,27 @@ class LookaheadOp:
 
 
 @dataclass(frozen=True)
+class BlockOp:
+    """One launch for a whole block: its panels, the update of the block's rest after each, and
+    the join of their T's, one program per matrix (block.py)."""
+
+    col: int
+    width: int
+    nb: int
+    panel_m: int
+    """Row tile of every panel in the block: the first panel's."""
+    block_m: int
+    block_n: int
+    warps: int
+    t_slot: int = 0
+
+    @property
+    def dot_width(self) -> int:
+        """The block's width as tl.dot sees it: the side of the T it joins."""
+        return dot_width(self.width)
+
+
+@dataclass(frozen=True)
 class FusedOp:
     """The whole factorization in one program per matrix (fused.py)."""
 
@@ -136,7 +158,7 @@ class FusedOp:
     warps: int
 
 
-Op = PanelOp | SplitPanelOp | UpdateOp | TFactorOp | FusedOp | LookaheadOp
+Op = PanelOp | SplitPanelOp | UpdateOp | TFactorOp | FusedOp | LookaheadOp | BlockOp
 
 
 @dataclass(frozen=True)
@@ -204,14 +226,16 @@ def make_plan(batch: int, n: int, shape: ShapeConfig) -> Plan | None:
         width = min(max(shape.block_width, nb), n - col)
         end = col + width
         slot = block % 2 if shape.lookahead else 0
+        inner: list[Op] = []
         for p in range(col, end, nb):
-            ops.append(_panel(p, nb, n, p - col, shape, slot))
+            inner.append(_panel(p, nb, n, p - col, shape, slot))
             if p + nb < end:
-                ops.append(_update(batch, p, nb, p - col, p + nb, end, shape, slot, inner=True))
+                inner.append(_update(batch, p, nb, p - col, p + nb, end, shape, slot, inner=True))
         if width > nb:
             warps = 4 if dot_width(width) <= 64 else 8
             gram_rows = _gram_rows(n - col, shape)
-            ops.append(TFactorOp(col, width, nb, dot_width(width), warps, gram_rows, slot))
+            inner.append(TFactorOp(col, width, nb, dot_width(width), warps, gram_rows, slot))
+        ops.extend(_block_launch(inner, shape) or inner)
         if end < n:
             library = shape.update_library == "cublas"
             ops.append(_update(batch, col, width, 0, end, n, shape, slot, library))
@@ -236,6 +260,22 @@ def make_plan(batch: int, n: int, shape: ShapeConfig) -> Plan | None:
     w_width, g_slabs = max(split, default=0), max(slabs, default=0)
     q_elems = max((op.scratch for op in parts if isinstance(op, SplitPanelOp)), default=0)
     return Plan(batch, n, tuple(ops), t_width, w_width, g_slabs, shape, t_slots, q_elems)
+
+
+def _block_launch(ops: list[Op], shape: ShapeConfig) -> list[Op]:
+    """A block's panel, inner update and T-join launches as one BlockOp, under `block_launch`
+    and where each of them runs one program per matrix; else none (the launches stay)."""
+    panels = [op for op in ops if isinstance(op, PanelOp)]
+    joins = [op for op in ops if isinstance(op, TFactorOp)]
+    updates = [op for op in ops if isinstance(op, UpdateOp)]
+    if not shape.block_launch or not joins or joins[0].gram_rows:
+        return []
+    if len(panels) + len(updates) + 1 != len(ops) or any(op.slab_rows for op in updates):
+        return []
+    join, first = joins[0], panels[0]
+    warps = max(join.warps, first.warps, shape.inner_update_warps)
+    bm, bn = shape.inner_update_block_m, shape.inner_update_block_n
+    return [BlockOp(join.col, join.width, join.nb, first.block_m, bm, bn, warps, join.t_slot)]
 
 
 def _look_ahead(ops: list[Op], shape: ShapeConfig) -> list[Op]:
