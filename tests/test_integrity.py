@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 from qrsup.kernels.judge.integrity import (
@@ -10,7 +11,9 @@ from qrsup.kernels.judge.integrity import (
     CUDA_TOLERANCE,
     Cycle,
     CycleBaseline,
+    cpu_excess_by_kind,
     export_cost_ns,
+    export_cpu_cost_ns,
     judge_integrity,
     spec_baseline,
     spread_ns,
@@ -252,3 +255,30 @@ def test_a_baseline_below_zero_takes_nothing_from_the_allowance():
     cycles = [Cycle(1 * MS, 1 * MS, 1 * MS - 1 * MS + 0.55 * MS, 0.0, False)] * 5
     verdict = judge_integrity(cycles, negative, CUDA_TOLERANCE)
     assert verdict.ok, verdict.reason  # 0.55 ms against 0.1 + 0.5, not 0.1 + 0.5 − 0.5
+
+
+def _export_cycles(plain_cpu_ms: float, export_cpu_ms: float, exports: int = 5) -> list[Cycle]:
+    """The H200 640×512 run's shape: 27 plain cycles and a few sampled exports, each with
+    `*_cpu_ms` of contestant CPU beyond the wall clock outside the window."""
+    plain = [Cycle(7.7 * MS, 7.7 * MS, 10.5 * MS, (2.8 + plain_cpu_ms) * MS, False)] * 27
+    export = Cycle(7.7 * MS, 7.7 * MS, 160 * MS, (152.3 + export_cpu_ms) * MS, True)
+    return plain + [export] * exports
+
+
+def test_the_exports_calibrated_cpu_share_is_not_charged_as_hidden_threads():
+    """Honest exports of 40 ms CPU each beyond their wall clock: the CPU accounting failed them
+    (200 ms against 123 allowed) until the calibration measured what an export adds."""
+    calibration = _export_cycles(-1.0, 0.0, exports=0)[:5]
+    exported = _export_cycles(-1.0, 40.0, exports=1)[-1]
+    share = export_cpu_cost_ns(calibration, exported)
+    assert share == pytest.approx(41.0 * MS)
+    baseline = spec_baseline(
+        calibration, export_cost_ns(calibration, exported), 0.1 * MS, 0.0, share
+    )
+    honest = _export_cycles(-1.0, 40.0)
+    assert not judge_integrity(honest, replace(baseline, export_cpu_ns=0.0), CUDA_TOLERANCE).ok
+    verdict = judge_integrity(honest, baseline, CUDA_TOLERANCE)
+    assert verdict.ok, verdict.reason
+    assert cpu_excess_by_kind(honest) == pytest.approx({"plain": -1.0 * MS, "exported": 40.0 * MS})
+    hidden = judge_integrity(_export_cycles(6.0, 40.0), baseline, CUDA_TOLERANCE)
+    assert not hidden.ok and hidden.clock == "CPU" and hidden.against_baseline

@@ -1,7 +1,8 @@
 """A spec that fails timing integrity against its do-nothing baseline is timed once more in a new
 contestant, calibrated afresh before the candidate is loaded again: a calibration taken while the
 host was loaded can make an honest candidate look slow. Hidden work is systematic and fails both
-times; a failure of the CPU accounting, which no baseline enters, is not timed again."""
+times; a failure of the CPU accounting is timed again only where the exports' calibrated CPU share
+entered it."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ class ScriptedReferee(Referee):
         stretch_ms_per_attempt: list[float],
         baseline_per_attempt: list[CycleBaseline] | None = None,
         cpu_ms_per_cycle: float = 0.0,
+        cpu_ms_per_export: float = 0.0,
     ) -> None:
         config = {"device": "cuda", "timeouts": {}, "rule": "quick", "recheck": "sampled"}
         super().__init__(config, reporter=None, contestant=None, relaunch=None)  # type: ignore[arg-type]
@@ -34,6 +36,7 @@ class ScriptedReferee(Referee):
         self.baselines_ahead = list(baseline_per_attempt or [BASELINE, BASELINE])
         self.baselines[SPEC] = self.baselines_ahead.pop(0)
         self.cpu_ns = cpu_ms_per_cycle * MS
+        self.export_cpu_ns = cpu_ms_per_export * MS
         self.attempt_cycles: list[int] = []
         self.recalibrated = 0
         self.warm_ups = 0
@@ -56,7 +59,8 @@ class ScriptedReferee(Referee):
         stretch = self.stretches[len(self.attempt_cycles) - 1] * MS
         exported = export_after(int(CLAIMED / 2))
         cycle = CLAIMED + 3 * MS + stretch
-        return Cycle(CLAIMED, CLAIMED, cycle, self.cpu_ns + cycle - CLAIMED, exported)
+        cpu = self.cpu_ns + (self.export_cpu_ns if exported else 0.0)
+        return Cycle(CLAIMED, CLAIMED, cycle, cpu + cycle - CLAIMED, exported)
 
     def _check_exported(self, outcome, seeds) -> None:
         outcome.checks += 1
@@ -106,9 +110,36 @@ def test_a_gross_miss_is_cut_short_on_both_attempts():
 
 
 def test_a_failure_of_the_cpu_accounting_is_not_timed_again():
-    """CPU time spent outside the window is judged against that window's wall, not against the
-    calibrated cycle: a fresh calibration could not change the verdict."""
+    """CPU time spent outside the window is judged against that window's wall, and here no
+    calibrated export share entered it: a fresh calibration could not change the verdict."""
     outcome, referee = _judged([0.0, 0.0], cpu_ms_per_cycle=50.0)
     assert outcome.status == "fail" and outcome.gate == "integrity"
     assert "CPU accounting" in outcome.reason
     assert referee.recalibrated == 0 and outcome.integrity["first_attempt"] is None
+
+
+def test_a_cpu_failure_against_a_stale_export_share_is_timed_again_and_passes():
+    """Exports that ran 60 ms of CPU beyond the wall clock each, against a share calibrated at
+    10 ms: the fresh calibration measures 60 ms, and the same cycles pass."""
+    stale, fresh = (
+        replace(BASELINE, export_cpu_ns=10 * MS),
+        replace(BASELINE, export_cpu_ns=2000 * MS),
+    )
+    outcome, referee = _judged(
+        [0.0, 0.0], baseline_per_attempt=[stale, fresh], cpu_ms_per_export=2000
+    )
+    assert outcome.status == "pass", outcome.reason
+    assert referee.recalibrated == 1
+    first = outcome.integrity["first_attempt"]
+    assert first["clock"] == "CPU" and first["cpu_baseline_ns"] > 0
+    assert outcome.integrity["cpu_excess_ns"]["exported"] == 2000 * MS
+
+
+def test_hidden_threads_fail_whatever_the_exports_share():
+    """50 ms of CPU beyond the wall clock in every cycle: cut short before any export."""
+    shared = replace(BASELINE, export_cpu_ns=60 * MS)
+    outcome, referee = _judged(
+        [0.0, 0.0], baseline_per_attempt=[shared, shared], cpu_ms_per_cycle=50, cpu_ms_per_export=60
+    )
+    assert outcome.status == "fail" and "CPU accounting" in outcome.reason
+    assert referee.attempt_cycles[0] == 4

@@ -6,7 +6,8 @@ spec; that is the harness's own cost (`CycleBaseline`). Afterwards, every timed 
 about that plus the claimed kernel time. Time beyond it is unaccounted: a patched timer, work on
 a side stream, a forged early reply, or work deferred into preparation or inspection. On the CPU
 a background thread can hide work on a spare core, so CPU time spent outside the timed window
-is accounted the same way.
+is accounted the same way, less what the calibration found an export of the same outputs adds
+(on an H200 an honest candidate's exports ran more CPU than wall time outside the window).
 
 The referee's own work between the exchanges (reading the contestant's CPU and thread times,
 the stopping rule's arithmetic) is left out of the cycle: it costs more as the contestant gains
@@ -35,6 +36,7 @@ nothing is excused there.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 from collections.abc import Sequence
@@ -131,6 +133,12 @@ class Cycle:
     def wall_outside_ns(self) -> float:
         return self.cycle_ns - self.window_ns
 
+    @property
+    def cpu_excess_ns(self) -> float:
+        """The contestant's CPU time outside the window beyond the wall clock there: more than
+        one thread at work outside the window."""
+        return self.cpu_outside_ns - self.wall_outside_ns
+
 
 @dataclass(frozen=True)
 class CycleBaseline:
@@ -146,6 +154,9 @@ class CycleBaseline:
     window_jitter_ns: float = 0.0
     """The window overhead's own spread: a whole cycle's (input generation and all) is far
     larger, and would hide milliseconds of work drained after the candidate's events."""
+    export_cpu_ns: float = 0.0
+    """What an export adds to the contestant's CPU time beyond the wall clock outside the
+    window (`export_cpu_cost_ns`)."""
 
 
 @dataclass(frozen=True)
@@ -161,13 +172,15 @@ class IntegrityVerdict:
     host_wait_ns: float = 0.0  # median per repetition, already taken out of `unaccounted_ns`
     clock: str = ""
     """The accounting that failed: `wall-clock` or `timed-window` (both against the do-nothing
-    baseline), or `CPU` (against the time outside the window, whatever the baseline)."""
+    baseline), or `CPU` (against the wall time outside the window, less the exports' share)."""
+    cpu_baseline_ns: float = 0.0
+    """What a failed CPU accounting took out for the calibrated exports."""
 
     @property
     def against_baseline(self) -> bool:
-        """Whether this failure is measured against the calibrated do-nothing cycle, so that a
-        stale calibration, rather than the candidate, could explain it."""
-        return not self.ok and self.clock != "CPU"
+        """Whether this failure is measured against a calibration, so that a stale one, rather
+        than the candidate, could explain it: the CPU accounting is, where exports entered it."""
+        return not self.ok and (self.clock != "CPU" or self.cpu_baseline_ns > 0)
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -180,8 +193,29 @@ def export_cost_ns(plain: Sequence[Cycle], exported: Cycle) -> float:
     return exported.harness_ns - statistics.median(c.harness_ns for c in plain)
 
 
+def export_cpu_cost_ns(plain: Sequence[Cycle], exported: Cycle) -> float:
+    """What handing the outputs back adds to the contestant's CPU time beyond the wall clock.
+    On an H200 an honest 640×512 candidate, whose 5 sampled exports were its only cycles with
+    more CPU than wall time outside the window, failed the CPU accounting (172 ms against 123
+    allowed) until the exports' own share was calibrated like their wall-clock cost."""
+    return exported.cpu_excess_ns - statistics.median(c.cpu_excess_ns for c in plain)
+
+
+def cpu_excess_by_kind(cycles: Sequence[Cycle]) -> dict[str, float]:
+    """Medians of the CPU excess (`Cycle.cpu_excess_ns`) of plain and of exported cycles."""
+    kinds = {"plain": False, "exported": True}
+    groups = {
+        kind: [c.cpu_excess_ns for c in cycles if c.exported == e] for kind, e in kinds.items()
+    }
+    return {kind: statistics.median(values) for kind, values in groups.items() if values}
+
+
 def spec_baseline(
-    plain: Sequence[Cycle], export_ns: float, harness_jitter_ns: float, window_jitter_ns: float
+    plain: Sequence[Cycle],
+    export_ns: float,
+    harness_jitter_ns: float,
+    window_jitter_ns: float,
+    export_cpu_ns: float = 0.0,
 ) -> CycleBaseline:
     """A spec's do-nothing cycles, each on fresh inputs as the candidate's will be, and what an
     export adds to them (`export_cost_ns`). Generating
@@ -202,6 +236,7 @@ def spec_baseline(
         prepare_ns=statistics.median(c.prepare_ns for c in plain),
         inspect_ns=statistics.median(c.inspect_ns for c in plain),
         window_jitter_ns=max(window_jitter_ns, max(windows) - window),
+        export_cpu_ns=export_cpu_ns,
     )
 
 
@@ -271,9 +306,13 @@ def judge_integrity(
         if extra > limit:
             return _failed(extra, limit, 0.0, cpu_allowed, claimed, "timed-window")
         closest = _closer(closest, (extra, limit))
-    cpu_extra = sum(c.cpu_outside_ns - c.wall_outside_ns for c in cycles)
+    # Each export's calibrated share is taken out; a negative one (the do-nothing cycles
+    # outside the window busier than an export) gives nothing back.
+    exports_cpu = max(baseline.export_cpu_ns, 0.0) * sum(c.exported for c in cycles)
+    cpu_extra = sum(c.cpu_excess_ns for c in cycles) - exports_cpu
     if cpu_extra > cpu_allowed:
-        return _failed(*closest, cpu_extra, cpu_allowed, claimed, "CPU")
+        failed = _failed(*closest, cpu_extra, cpu_allowed, claimed, "CPU")
+        return dataclasses.replace(failed, cpu_baseline_ns=exports_cpu)
     waited = statistics.median(c.host_wait_ns for c in cycles)
     return IntegrityVerdict(True, *closest, cpu_extra, cpu_allowed, "", waited)
 

@@ -36,7 +36,9 @@ from qrsup.kernels.judge.integrity import (
     CycleBaseline,
     IntegrityVerdict,
     Tolerance,
+    cpu_excess_by_kind,
     export_cost_ns,
+    export_cpu_cost_ns,
     judge_integrity,
     spec_baseline,
     spread_ns,
@@ -241,7 +243,8 @@ class Referee:
         self.go_overhead_ns = statistics.median(c.window_ns - c.claimed_ns for c in settled)
         jitter = spread_ns([c.harness_ns for c in settled])
         window_jitter = spread_ns(overheads)
-        export_ns: dict[tuple[int, int, int], float] = {}  # by the outputs' shape and count
+        # By the outputs' shape and count: what an export adds to the wall clock and to the CPU.
+        export_ns: dict[tuple[int, int, int], tuple[float, float]] = {}
         calibration = list(settled)
         for spec in benchmarks:
             count = inputs_per_repetition(spec, self.rule)
@@ -257,8 +260,10 @@ class Referee:
                     seeds = self._fresh_seeds(count)
                     exported = self._cycle(spec, seeds, lambda _: True, calibrate=True)
                     self._discard_export()
-                export_ns[outputs] = export_cost_ns(plain, exported)
-            self.baselines[spec] = spec_baseline(plain, export_ns[outputs], jitter, window_jitter)
+                cpu = export_cpu_cost_ns(plain, exported)
+                export_ns[outputs] = (export_cost_ns(plain, exported), cpu)
+            wall, cpu = export_ns[outputs]
+            self.baselines[spec] = spec_baseline(plain, wall, jitter, window_jitter, cpu)
             calibration += plain
         waits = [c.contestant_window_wait_ns for c in calibration]
         self.do_nothing_window_wait_ns = max(waits, default=0.0)
@@ -502,6 +507,7 @@ def _integrity_record(
         **verdict.to_dict(),
         "baseline": asdict(baseline),
         "stretch_ns": stretch_by_phase(cycles, baseline),
+        "cpu_excess_ns": cpu_excess_by_kind(cycles),
     }
 
 
