@@ -41,7 +41,7 @@ run_step() {
     *_flicker) flicker ;;
   esac
   case $1 in
-    contest_alone) step $1 150 "${qrsup[@]}" bench $fast --suite qr_v2 --baseline --json "$out/$1.json" ;;
+    contest_alone) step $1 240 "${qrsup[@]}" bench $fast --suite qr_v2 --baseline --json "$out/$1.json" ;;
     contest_off) step $1 150 "${qrsup[@]}" --workspace "$off" bench $fast --suite qr_v2 --json "$out/$1.json" ;;
     quick_alone | quick_busy | quick_flicker) step $1 150 "${qrsup[@]}" bench $fast --suite qr_v2 --rule quick --json "$out/$1.json" ;;
     contest_busy | contest_flicker) step $1 200 "${qrsup[@]}" bench $fast --suite qr_v2 --json "$out/$1.json" ;;

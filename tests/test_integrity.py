@@ -281,4 +281,4 @@ def test_the_exports_calibrated_cpu_share_is_not_charged_as_hidden_threads():
     assert verdict.ok, verdict.reason
     assert cpu_excess_by_kind(honest) == pytest.approx({"plain": -1.0 * MS, "exported": 40.0 * MS})
     hidden = judge_integrity(_export_cycles(6.0, 40.0), baseline, CUDA_TOLERANCE)
-    assert not hidden.ok and hidden.clock == "CPU" and hidden.against_baseline
+    assert not hidden.ok and hidden.clock == "CPU"

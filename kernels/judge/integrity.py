@@ -176,12 +176,6 @@ class IntegrityVerdict:
     cpu_baseline_ns: float = 0.0
     """What a failed CPU accounting took out for the calibrated exports."""
 
-    @property
-    def against_baseline(self) -> bool:
-        """Whether this failure is measured against a calibration, so that a stale one, rather
-        than the candidate, could explain it: the CPU accounting is, where exports entered it."""
-        return not self.ok and (self.clock != "CPU" or self.cpu_baseline_ns > 0)
-
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
 

@@ -375,14 +375,16 @@ class Referee:
         durations, cycles = self._timed_repetitions(outcome, tolerance)
         verdict = judge_integrity(cycles, self.baselines[spec], tolerance)
         first_attempt = None
-        if verdict.against_baseline:
+        if not verdict.ok:
             # The baseline, not the candidate, may be what is off: calibrated while another
             # process loaded the host, the do-nothing cycle came out cheaper than a quiet one
             # (on an H200 a compile beside calibration gave 20×32 a 1.57 ms cycle, against
-            # 2.86 ms quiet, and an honest candidate failed twice against it). The spec is timed
-            # once more in a new contestant, calibrated as the host is now before the candidate
-            # is loaded into it again. Hidden work is systematic and fails again; nothing the
-            # candidate started survives its old process.
+            # 2.86 ms quiet, and an honest candidate failed twice against it). The CPU
+            # accounting failed an honest 640×512 candidate once (its sampled exports ran
+            # 172 ms of CPU beyond the wall clock; in the next run they ran less than it). The
+            # spec is timed once more in a new contestant, calibrated as the host is now before
+            # the candidate is loaded into it again. Hidden work is systematic and fails again;
+            # nothing the candidate started survives its old process.
             first_attempt = _integrity_record(verdict, cycles, self.baselines[spec])
             self._recalibrated_contestant(spec)
             self._warm_up(outcome)
