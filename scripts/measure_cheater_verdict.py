@@ -1,0 +1,59 @@
+"""Where the side-queue cheater's verdict spends its time under the contest rule (issue 14 asks
+for it in under 30 s): the judge's phases, both integrity attempts, and a timeline of progress.
+
+`python scripts/measure_cheater_verdict.py [--runs N]` on a GPU machine; prints one block a run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+from qrsup.kernels.judge.runner import JudgeConfig, evaluate
+from qrsup.kernels.schema import ProgressUpdate
+from qrsup.kernels.suites import Spec, Suite
+
+CHEATER = (
+    Path(__file__).resolve().parents[1] / "tests" / "cheaters" / "hides_work_on_a_side_queue.py"
+)
+SUITE = Suite("hidden", tests=(), benchmarks=(Spec(8, 512, 1, "dense", 5),))
+
+
+def _attempt(record: dict | None) -> dict[str, object] | None:
+    if not record:
+        return None
+    keys = ("ok", "clock", "unaccounted_ns", "allowed_ns", "cpu_unaccounted_ns", "cpu_allowed_ns")
+    return {key: record.get(key) for key in keys}
+
+
+def run_once() -> dict[str, object]:
+    started = time.monotonic()
+    timeline: list[tuple[float, str]] = []
+
+    def on_progress(update: ProgressUpdate) -> None:
+        timeline.append((round(time.monotonic() - started, 2), update.describe()))
+
+    config = JudgeConfig(suite=SUITE, mode="bench", device="cuda", rule="contest")
+    report = evaluate(CHEATER, config, on_progress)
+    integrity = report.specs[0].get("integrity") or {}
+    return {
+        "verdict": report.verdict,
+        "wall_s": round(time.monotonic() - started, 2),
+        "phases_s": {key: round(value, 2) for key, value in report.phases_s.items()},
+        "first_attempt": _attempt(integrity.get("first_attempt")),
+        "final": _attempt(integrity),
+        "timeline": timeline,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=2)
+    for _ in range(parser.parse_args().runs):
+        print(json.dumps(run_once(), indent=1), flush=True)
+
+
+if __name__ == "__main__":
+    main()
