@@ -106,6 +106,16 @@ def test_the_waits_excused_in_a_window_are_reported_by_whose_they_were():
     assert window_waits_ns([]) == {}
 
 
+def test_a_failure_is_named_by_the_accounting_furthest_beyond_its_allowance():
+    """4 ms hidden: the whole cycle is 1.2× its allowance, the window 6.7× its own. Named by
+    the cycle, the early look saw a near miss, and the H200's side-queue cheater ran to the
+    stopping rule's end on both attempts (31–37 s)."""
+    verdict = judge_integrity(_side_queue_cycles(4.0), WINDOW_BASELINE, CUDA_TOLERANCE)
+    assert not verdict.ok and verdict.clock == "timed-window"
+    assert verdict.unaccounted_ns == pytest.approx(4.0 * MS)
+    assert _far_beyond(verdict)
+
+
 def test_an_honest_window_and_a_busy_hosts_toll_in_it_pass():
     assert judge_integrity(_side_queue_cycles(0.0), WINDOW_BASELINE, CUDA_TOLERANCE).ok
     busy = judge_integrity(_side_queue_cycles(0.0, 3.0), WINDOW_BASELINE, CUDA_TOLERANCE)
