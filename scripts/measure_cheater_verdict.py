@@ -37,9 +37,13 @@ def run_once() -> dict[str, object]:
 
     config = JudgeConfig(suite=SUITE, mode="bench", device="cuda", rule="contest")
     report = evaluate(CHEATER, config, on_progress)
-    integrity = report.specs[0].get("integrity") or {}
+    spec = report.specs[0]
+    integrity = spec.get("integrity") or {}
     return {
         "verdict": report.verdict,
+        "first_call_s": spec.get("first_call_s"),
+        "check_s": spec.get("check_s"),
+        "repetitions": (spec.get("stats") or {}).get("runs"),
         "wall_s": round(time.monotonic() - started, 2),
         "phases_s": {key: round(value, 2) for key, value in report.phases_s.items()},
         "first_attempt": _attempt(integrity.get("first_attempt")),
