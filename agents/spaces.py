@@ -8,6 +8,7 @@ aim its mutations at the classes with the most to gain.
 from __future__ import annotations
 
 import ast
+import functools
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -124,6 +125,13 @@ def custom_kernel(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 '''
 
 
+@functools.lru_cache(maxsize=8)
+def _configs_as_of(path: Path, mtime_ns: int, size: int, arch: int | None) -> Config:
+    """The configs file as it was at (mtime, size): the tuner asks for it twice a proposal,
+    hundreds of times a run, and parsing it each time was most of a proposal's cost."""
+    return load_config(path).for_arch(arch)
+
+
 @dataclass(frozen=True)
 class FastKernelSpace:
     """The shipped fast kernel's declared space, one class per `[[shape]]` of its configs; read,
@@ -138,7 +146,8 @@ class FastKernelSpace:
     arch: int | None = None
 
     def _config(self) -> Config:
-        return load_config(self.configs_path).for_arch(self.arch)
+        stat = self.configs_path.stat()
+        return _configs_as_of(self.configs_path, stat.st_mtime_ns, stat.st_size, self.arch)
 
     def choices(self) -> dict[str, tuple[object, ...]]:
         config = self._config()

@@ -15,6 +15,8 @@ from qrsup.kernels.judge.runner import JudgeConfig, Timeouts, evaluate
 from qrsup.kernels.schema import Progress
 from qrsup.kernels.suites import Spec, Suite
 
+from tests.loop_helpers import IncumbentSeeder
+
 if TYPE_CHECKING:
     from tests.ray_cluster import RayTestCluster
 
@@ -76,6 +78,12 @@ def _status(process: psutil.Process) -> str | None:
         return process.status()
     except psutil.NoSuchProcess:
         return None
+
+
+@pytest.fixture(scope="session")
+def seed_incumbent() -> IncumbentSeeder:
+    """One seeder for the test run: the incumbent is judged once, for the first session seeded."""
+    return IncumbentSeeder()
 
 
 @pytest.fixture(scope="session")

@@ -1,7 +1,7 @@
 """Agent processes against a real loopback OpenAI-compatible server: a cost budget pauses the agent
 and asks (a raised budget resumes it), a 429 storm is waited out and the agent resumes by itself,
 a fallback model proposes meanwhile, and each status change runs the hook once. The model's
-answers propose nothing judgeable, so only the incumbent is judged."""
+answers propose nothing judgeable and the incumbent is seeded, so nothing is judged."""
 
 from __future__ import annotations
 
@@ -48,11 +48,14 @@ def events(paths: RunPaths, name: str, kind: str) -> list[dict]:
     return [e for e in read_events(paths.events(name)) if e.get("event") == kind]
 
 
-def test_the_cost_budget_pauses_the_agent_and_a_raised_budget_resumes_it(tmp_path, monkeypatch):
+def test_the_cost_budget_pauses_the_agent_and_a_raised_budget_resumes_it(
+    tmp_path, monkeypatch, seed_incumbent
+):
     monkeypatch.setenv(KEY_ENV, "sk-budget-test-0123456789")
     with FakeOpenAIServer(default=NO_EDIT) as server:
         spec = AgentSpec("m1", proposer="openai", model=openai_agent(server), max_usd=2.5)
         paths = make_session(tmp_path, (spec,))
+        seed_incumbent(paths)
         hook_file = with_hook(paths, tmp_path)
         fleet = Fleet(paths)
         fleet.start("m1")
@@ -78,7 +81,9 @@ def test_the_cost_budget_pauses_the_agent_and_a_raised_budget_resumes_it(tmp_pat
     assert hook_file.read_text() == "budget m1\nbudget m1\n"
 
 
-def test_a_429_storm_is_waited_out_and_the_agent_resumes_by_itself(tmp_path, monkeypatch):
+def test_a_429_storm_is_waited_out_and_the_agent_resumes_by_itself(
+    tmp_path, monkeypatch, seed_incumbent
+):
     monkeypatch.setenv(KEY_ENV, "sk-quota-test-0123456789")
     storm = [ScriptedReply(status=429, headers=(("retry-after", "1"),))] * 3
     with FakeOpenAIServer(storm, default=NO_EDIT) as server:
@@ -87,6 +92,7 @@ def test_a_429_storm_is_waited_out_and_the_agent_resumes_by_itself(tmp_path, mon
             max_iterations=1,
         )  # fmt: skip
         paths = make_session(tmp_path, (spec,))
+        seed_incumbent(paths)
         hook_file = with_hook(paths, tmp_path)
         fleet = Fleet(paths)
         fleet.start("m1")
@@ -111,7 +117,9 @@ def test_a_429_storm_is_waited_out_and_the_agent_resumes_by_itself(tmp_path, mon
     assert hook_file.read_text() == "quota m1\n"  # once for the wait, however long it lasted
 
 
-def test_a_fallback_model_proposes_while_the_model_waits_for_quota(tmp_path, monkeypatch):
+def test_a_fallback_model_proposes_while_the_model_waits_for_quota(
+    tmp_path, monkeypatch, seed_incumbent
+):
     monkeypatch.setenv(KEY_ENV, "sk-fallback-test-0123456789")
     exhausted = b'{"error": {"message": "quota", "code": "insufficient_quota"}}'
     script = [ScriptedReply(status=429, body=exhausted)]
@@ -119,6 +127,7 @@ def test_a_fallback_model_proposes_while_the_model_waits_for_quota(tmp_path, mon
         model = openai_agent(server, fallback_model="spare")
         spec = AgentSpec("m1", role="structural", proposer="openai", model=model, max_iterations=1)
         paths = make_session(tmp_path, (spec,))
+        seed_incumbent(paths)
         fleet = Fleet(paths)
         fleet.start("m1")
         assert fleet.wait_stopped(["m1"], 200) == []

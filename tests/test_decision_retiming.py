@@ -97,6 +97,7 @@ def test_a_challenger_failing_its_re_timing_is_rejected_and_the_beam_keeps_its_h
     assert outcome.incumbent_id == "c-incumbent"
 
 
+@pytest.mark.e2e  # 14 to 23 s here: four judge runs, interleaved
 def test_a_change_confined_to_some_specs_is_re_timed_on_those_alone(tmp_path: Path) -> None:
     """The other specs run identical kernels: timing them would add noise and no signal. The
     gain and noise recorded are the suite's, from the re-timed specs' and their share."""

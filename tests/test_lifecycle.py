@@ -87,10 +87,13 @@ def test_agents_stopped_by_quitting_resume_on_relaunch_but_a_pause_holds(tmp_pat
             Fleet(paths).kill(name)
 
 
-def test_a_start_records_no_death_and_a_restart_records_the_last_processs_once(tmp_path):
+def test_a_start_records_no_death_and_a_restart_records_the_last_processs_once(
+    tmp_path, seed_incumbent
+):
     """Every start used to record a death: the agent took the supervisor's mark of its own start
     for the beat of a process that had died, and three starts in ten minutes made a crash loop."""
     paths, fleet = _session(tmp_path)
+    seed_incumbent(paths)
     try:
         fleet.start("a1")
         wait_for(lambda: _evaluating(paths, "a1"), 180, "a1 judging a candidate")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -89,17 +90,27 @@ def _group_files(cache: Path) -> dict[str, str]:
     return {str(path.relative_to(cache)): path.read_text() for path in cache.glob("*/__grp__*")}
 
 
+@pytest.fixture(scope="module")
+def moved_cache(cuda_compiler, tmp_path_factory) -> tuple[Path, Path]:
+    """The shipped config compiled at `host`, then moved to `kept`, leaving nothing at `host`:
+    one compile for the tests that each look up their own copy of it."""
+    root = tmp_path_factory.mktemp("moved")
+    host, kept = root / "host", root / "kept"
+    first = _precompile(str(CONFIGS), str(host), "--arch=90", "--shape=4x32")
+    assert first.returncode == 0, first.stdout + first.stderr[-3000:]
+    host.rename(kept)
+    return kept, host
+
+
 @pytest.mark.parametrize("manager", ["relocatable", "triton's own"])
 def test_a_cache_seen_under_another_path_is_found_only_by_the_relocatable_lookup(
-    cuda_compiler, tmp_path, manager
+    moved_cache, tmp_path, manager
 ):
     """The judge's contestant sees a kept cache at its private path, the precompiler at the
     host's. Triton's own lookup takes the other path's entries for missing: it compiles again
     and rewrites each group file for its own path. The relocatable one finds them."""
-    host, mounted = tmp_path / "host", tmp_path / "mounted"
-    first = _precompile(str(CONFIGS), str(host), "--arch=90", "--shape=4x32")
-    assert first.returncode == 0, first.stdout + first.stderr[-3000:]
-    host.rename(mounted)
+    kept, host = moved_cache
+    mounted = shutil.copytree(kept, tmp_path / "mounted")
     groups = _group_files(mounted)
     assert groups and all(str(host) in text for text in groups.values())
     env = {} if manager == "relocatable" else {MANAGER_ENV: "triton.runtime.cache:FileCacheManager"}

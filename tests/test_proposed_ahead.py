@@ -30,9 +30,10 @@ class _Failing:
 
 
 def test_the_next_candidate_compiles_during_this_ones_judge_run_and_is_judged_next(
-    tmp_path, monkeypatch
+    tmp_path, monkeypatch, seed_incumbent
 ):
     paths = make_session(tmp_path, (AgentSpec("a1", goal="geomean < 1ns", max_iterations=2),))
+    seed_incumbent(paths)
     monkeypatch.setattr(agent_main, "build_proposer", lambda *_: _Failing())
     compiler = StandInCompiler()
     monkeypatch.setattr(agent_main.Precompiler, "for_device", staticmethod(compiler.for_device))

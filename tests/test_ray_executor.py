@@ -122,6 +122,7 @@ def test_a_trace_larger_than_a_protocol_line_comes_back_in_its_result(
     assert trace.stat().st_size > MAX_LINE_BYTES
 
 
+@pytest.mark.e2e  # 16 s here: a node's loss and its return
 def test_a_node_lost_mid_run_is_retried_once_on_the_other_node(
     ray_cluster, make_executor, tmp_path
 ):

@@ -20,7 +20,7 @@ from qrsup.supervisor.cli import main
 from qrsup.supervisor.fleet import Fleet
 
 from tests.conftest import CANDIDATES
-from tests.loop_helpers import make_session, wait_for
+from tests.loop_helpers import IncumbentSeeder, make_session, wait_for
 from tests.ray_cluster import session_commands, session_processes
 
 SLOW = """
@@ -82,20 +82,26 @@ def test_two_agents_run_a_session_on_two_worker_nodes_end_to_end(
     assert wait_for(lambda: not session_processes(), 30, "the session's processes to end")
 
 
-def started_slow_agent(tmp_path: Path, address: str) -> tuple[RunPaths, Fleet]:
-    """One agent on the cluster whose one candidate (from a `command` proposer) runs slowly."""
+def started_slow_agent(
+    tmp_path: Path, address: str, seed_incumbent: IncumbentSeeder
+) -> tuple[RunPaths, Fleet]:
+    """One agent on the cluster whose one candidate (from a `command` proposer) runs slowly;
+    its incumbent is seeded, so that the candidate is its first judge run."""
     slow = tmp_path / "slow.py"
     slow.write_text(SLOW)
     agent = AgentSpec("a1", proposer="command", command=f"cp {slow} {{candidate_file}}")
     paths = ray_session(tmp_path, (replace(agent, max_iterations=1),), address)
+    seed_incumbent(paths)
     fleet = Fleet(paths)
     fleet.start("a1")
     return paths, fleet
 
 
 @pytest.mark.e2e
-def test_an_iteration_whose_node_is_lost_twice_is_recorded_as_lost_node(ray_cluster, tmp_path):
-    paths, fleet = started_slow_agent(tmp_path, ray_cluster.address)
+def test_an_iteration_whose_node_is_lost_twice_is_recorded_as_lost_node(
+    ray_cluster, tmp_path, seed_incumbent
+):
+    paths, fleet = started_slow_agent(tmp_path, ray_cluster.address, seed_incumbent)
     try:
         first = wait_for(lambda: _running_stage(paths, "quick"), 300, "the quick stage to run")
         ray_cluster.remove(first.node_id)
@@ -117,8 +123,10 @@ def test_an_iteration_whose_node_is_lost_twice_is_recorded_as_lost_node(ray_clus
         ray_cluster.restore()
 
 
-def test_killing_an_agent_mid_run_ends_its_judge_on_the_worker_node(ray_cluster, tmp_path):
-    paths, fleet = started_slow_agent(tmp_path, ray_cluster.address)
+def test_killing_an_agent_mid_run_ends_its_judge_on_the_worker_node(
+    ray_cluster, tmp_path, seed_incumbent
+):
+    paths, fleet = started_slow_agent(tmp_path, ray_cluster.address, seed_incumbent)
     try:
         wait_for(lambda: _running_stage(paths, "quick"), 300, "the quick stage to run")
         wait_for(
@@ -211,6 +219,7 @@ def test_without_ray_installed_the_local_executor_judges_as_before(tiny_suite):
     assert "verdict: pass" in done.stdout and "ran on node" not in done.stdout
 
 
+@pytest.mark.e2e  # 15 s here: a Ray instance's start and end
 def test_qrsup_test_without_an_address_judges_on_a_local_instance_that_ends_with_it(
     tiny_suite, monkeypatch, capsys
 ):
