@@ -3,6 +3,7 @@ plain-PyTorch references. On a CPU-only machine the Triton kernels run in the in
 
 import dataclasses
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -154,14 +155,21 @@ def test_exactly_zero_columns_get_tau_exactly_zero() -> None:
     assert torch.all(h[:, 31:, 30:-1] == 0)
 
 
-@pytest.mark.parametrize("magnitude", [1e-30, 1e30])
-def test_extreme_magnitudes_are_rescaled_exactly(magnitude: float) -> None:
+def _assert_rescales_exactly(
+    solve: Callable[..., tuple[torch.Tensor, torch.Tensor]], magnitude: float
+) -> None:
+    """`solve` on a matrix times `magnitude` finds its factors, R scaled by `magnitude`."""
     base = torch.randn(2, 40, 40, device=DEVICE)
-    h_ref, tau_ref = geqrf(base)
-    h, tau = geqrf(base * magnitude)
+    h_ref, tau_ref = solve(base)
+    h, tau = solve(base * magnitude)
     _assert_passes(base * magnitude, h, tau)
     assert torch.allclose(tau, tau_ref, atol=1e-5)
     assert torch.allclose(torch.triu(h) / magnitude, torch.triu(h_ref), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("magnitude", [1e-30, 1e30])
+def test_extreme_magnitudes_are_rescaled_exactly(magnitude: float) -> None:
+    _assert_rescales_exactly(geqrf, magnitude)
 
 
 @pytest.mark.parametrize(
@@ -461,14 +469,25 @@ def test_lookahead_path_passes_and_matches_the_plain_launches(
     the two launch sequences round differently, and a rank-deficient or clustered matrix's
     reflectors, made from rounding-sized columns, may then differ outright (3-70-mixed on an
     H200): there the gates alone judge."""
-    solver = _solver_with(tmp_path, **LOOKAHEAD)
-    plan, _ = solver._plan(-1, batch, n)
-    assert plan is not None and any(isinstance(op, LookaheadOp) for op in plan.ops)
-    a = generate_input(Spec(batch=batch, n=n, cond=2, case=case, seed=13), device=DEVICE)
+    spec = Spec(batch=batch, n=n, cond=2, case=case, seed=13)
+    _assert_path_passes_and_matches_its_launches(
+        tmp_path, LOOKAHEAD, "lookahead", LookaheadOp, spec
+    )
+
+
+def _assert_path_passes_and_matches_its_launches(
+    tmp_path: Path, knobs: dict[str, object], knob: str, op_kind: type, spec: Spec
+) -> None:
+    """The path `knobs` turn on (its plan holds an `op_kind`) passes the gates on `spec`'s input
+    and, in the interpreter, finds the factors of the same knobs with `knob` off."""
+    solver = _solver_with(tmp_path, **knobs)
+    plan, _ = solver._plan(-1, spec.batch, spec.n)
+    assert plan is not None and any(isinstance(op, op_kind) for op in plan.ops)
+    a = generate_input(spec, device=DEVICE)
     h, tau = solver(a)
     _assert_passes(a, h, tau)
     if INTERPRET_HERE:
-        h_plain, tau_plain = _solver_with(tmp_path, **{**LOOKAHEAD, "lookahead": False})(a)
+        h_plain, tau_plain = _solver_with(tmp_path, **{**knobs, knob: False})(a)
         assert torch.allclose(h, h_plain, atol=1e-5) and torch.allclose(tau, tau_plain, atol=1e-6)
 
 
@@ -485,27 +504,16 @@ def test_block_launch_passes_and_matches_the_stage_launches(
     """One program per matrix runs a block's panels, inner updates and T join (block.py): the
     same arithmetic as their separate launches, so in the interpreter the same factors. n = 9
     is a single block, the plan's only launch, which still needs the prescale."""
-    solver = _solver_with(tmp_path, **BLOCK_LAUNCH)
-    plan, _ = solver._plan(-1, batch, n)
-    assert plan is not None and any(isinstance(op, BlockOp) for op in plan.ops)
-    a = generate_input(Spec(batch=batch, n=n, cond=2, case=case, seed=31), device=DEVICE)
-    h, tau = solver(a)
-    _assert_passes(a, h, tau)
-    if INTERPRET_HERE:
-        h_plain, tau_plain = _solver_with(tmp_path, **{**BLOCK_LAUNCH, "block_launch": False})(a)
-        assert torch.allclose(h, h_plain, atol=1e-5) and torch.allclose(tau, tau_plain, atol=1e-6)
+    spec = Spec(batch=batch, n=n, cond=2, case=case, seed=31)
+    _assert_path_passes_and_matches_its_launches(
+        tmp_path, BLOCK_LAUNCH, "block_launch", BlockOp, spec
+    )
 
 
 @pytest.mark.parametrize("magnitude", [1e-30, 1e30])
 def test_block_launch_rescales_extreme_magnitudes_exactly(tmp_path: Path, magnitude: float) -> None:
     """The first block reads A at its scale; every R row leaves at A's scale again."""
-    solver = _solver_with(tmp_path, **BLOCK_LAUNCH)
-    base = torch.randn(2, 40, 40, device=DEVICE)
-    h_ref, tau_ref = solver(base)
-    h, tau = solver(base * magnitude)
-    _assert_passes(base * magnitude, h, tau)
-    assert torch.allclose(tau, tau_ref, atol=1e-5)
-    assert torch.allclose(torch.triu(h) / magnitude, torch.triu(h_ref), rtol=1e-4, atol=1e-4)
+    _assert_rescales_exactly(_solver_with(tmp_path, **BLOCK_LAUNCH), magnitude)
 
 
 def test_block_launch_leaves_blocks_that_split_rows_to_their_launches(tmp_path: Path) -> None:

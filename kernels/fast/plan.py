@@ -270,7 +270,7 @@ def _block_launch(ops: list[Op], shape: ShapeConfig) -> list[Op]:
     updates = [op for op in ops if isinstance(op, UpdateOp)]
     if not shape.block_launch or not joins or joins[0].gram_rows:
         return []
-    if len(panels) + len(updates) + 1 != len(ops) or any(op.slab_rows for op in updates):
+    if any(isinstance(op, SplitPanelOp) for op in ops) or any(u.slab_rows for u in updates):
         return []
     join, first = joins[0], panels[0]
     warps = max(join.warps, first.warps, shape.inner_update_warps)

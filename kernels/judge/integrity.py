@@ -301,23 +301,23 @@ def judge_integrity(
     # outside the window busier than an export) gives nothing back.
     exports_cpu = max(baseline.export_cpu_ns, 0.0) * sum(c.exported for c in cycles)
     cpu_extra = sum(c.cpu_excess_ns for c in cycles) - exports_cpu
-    extra, limit, clock = max(accountings, key=_share, default=(0.0, allowed, ""))
-    cpu_share = _share((cpu_extra, cpu_allowed, "CPU"))
-    if max(_share((extra, limit, clock)), cpu_share) > 1.0:
+    worst = max(accountings, key=lambda a: _share(a[0], a[1]), default=(0.0, allowed, ""))
+    extra, limit, clock = worst
+    wall_share, cpu_share = _share(extra, limit), _share(cpu_extra, cpu_allowed)
+    if max(wall_share, cpu_share) > 1.0:
         # The accounting furthest beyond its allowance names the failure, so that the early
         # look (`_far_beyond`) sees it: the side-queue cheater's wall clock was 1.07× its
         # allowance, its window several times, and it ran to the stopping rule's end twice.
-        clock = clock if _share((extra, limit, clock)) >= cpu_share else "CPU"
+        clock = clock if wall_share >= cpu_share else "CPU"
         failed = _failed(extra, limit, cpu_extra, cpu_allowed, claimed, clock)
         return dataclasses.replace(failed, cpu_baseline_ns=exports_cpu)
     waited = statistics.median(c.host_wait_ns for c in cycles)
     return IntegrityVerdict(True, extra, limit, cpu_extra, cpu_allowed, "", waited)
 
 
-def _share(accounting: tuple[float, float, str]) -> float:
-    """How much of its allowance an (unaccounted, allowance, clock) accounting uses."""
-    extra, limit, _ = accounting
-    return extra / limit if limit > 0 else math.inf
+def _share(unaccounted: float, allowance: float) -> float:
+    """How much of its allowance an accounting uses."""
+    return unaccounted / allowance if allowance > 0 else math.inf
 
 
 def _failed(
