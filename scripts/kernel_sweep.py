@@ -54,12 +54,18 @@ CUBLAS = {"update_library": "cublas"}
 STAGES_1 = {"update_stages": 1}
 L2_HINTS = {"update_l2_hints": True}  # V kept in L2, C's second read and stores evicted first
 BLOCK = {"block_launch": True}  # a block's panels, inner updates and T join in one launch
+# Updates as two launches: Tᵀ·Vᵀ·C per column block, then V·W one program per tile.
+TWO_PASS = {"update_two_pass": True}
+INNER_TWO_PASS = {"inner_update_two_pass": True}
+BOTH_TWO_PASS = {**TWO_PASS, **INNER_TWO_PASS}
 
 # Knob changes tried per shape class, each against the class's shipped point. Every class with a
 # relaxed precision lists SAFE (3×TF32 everywhere) so that some variant passes with margin.
 VARIANTS: dict[str, list[dict[str, object]]] = {
     "single-panel": [{"graph": True}],
     "small": [
+        BOTH_TWO_PASS,
+        TWO_PASS,
         {**BLOCK, "block_width": 64},
         L2_HINTS,
         {"panel_width": 16},
@@ -70,6 +76,15 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         STAGES_1,
     ],
     "medium": [
+        TWO_PASS,
+        INNER_TWO_PASS,
+        BOTH_TWO_PASS,
+        {**BOTH_TWO_PASS, "update_stages": 2},
+        {**BOTH_TWO_PASS, "update_block_m": 128},
+        {**BOTH_TWO_PASS, "update_block_n": 128},
+        {**BOTH_TWO_PASS, "inner_update_block_m": 128, "inner_update_block_n": 32},
+        {**BOTH_TWO_PASS, "block_width": 128},
+        {**BOTH_TWO_PASS, "panel_width": 32},
         BLOCK,
         {**BLOCK, "panel_width": 32},
         {**BLOCK, "panel_elems_per_thread": 32},
@@ -97,6 +112,12 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         {**FUSED, "panel_width": 16, "block_width": 32, "fused_warps": 8},
     ],
     "medium-1024": [
+        TWO_PASS,
+        INNER_TWO_PASS,
+        BOTH_TWO_PASS,
+        {**BOTH_TWO_PASS, "update_split_below": 0},
+        {**BOTH_TWO_PASS, "update_stages": 2},
+        {**BOTH_TWO_PASS, "block_width": 128},
         {**BLOCK, "update_split_below": 0, "t_gram_rows": 0},
         L2_HINTS,
         CUBLAS,
@@ -117,6 +138,7 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         {"update_split_below": 132},
     ],
     "large": [
+        {**BOTH_TWO_PASS, "update_library": "triton", "update_split_below": 0},
         {**L2_HINTS, "update_library": "triton"},
         CUBLAS,
         STAGES_1,

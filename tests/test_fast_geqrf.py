@@ -26,6 +26,7 @@ from qrsup.kernels.fast.panel import qr_panel_kernel
 from qrsup.kernels.fast.plan import (
     BlockOp,
     LookaheadOp,
+    Op,
     PanelOp,
     Plan,
     SplitPanelOp,
@@ -471,18 +472,18 @@ def test_lookahead_path_passes_and_matches_the_plain_launches(
     H200): there the gates alone judge."""
     spec = Spec(batch=batch, n=n, cond=2, case=case, seed=13)
     _assert_path_passes_and_matches_its_launches(
-        tmp_path, LOOKAHEAD, "lookahead", LookaheadOp, spec
+        tmp_path, LOOKAHEAD, "lookahead", lambda op: isinstance(op, LookaheadOp), spec
     )
 
 
 def _assert_path_passes_and_matches_its_launches(
-    tmp_path: Path, knobs: dict[str, object], knob: str, op_kind: type, spec: Spec
+    tmp_path: Path, knobs: dict[str, object], knob: str, is_its_op: Callable[[Op], bool], spec: Spec
 ) -> None:
-    """The path `knobs` turn on (its plan holds an `op_kind`) passes the gates on `spec`'s input
-    and, in the interpreter, finds the factors of the same knobs with `knob` off."""
+    """The path `knobs` turn on (its plan holds an op `is_its_op` picks) passes the gates on
+    `spec`'s input and, in the interpreter, finds the factors of the same knobs with `knob` off."""
     solver = _solver_with(tmp_path, **knobs)
     plan, _ = solver._plan(-1, spec.batch, spec.n)
-    assert plan is not None and any(isinstance(op, op_kind) for op in plan.ops)
+    assert plan is not None and any(is_its_op(op) for op in plan.ops)
     a = generate_input(spec, device=DEVICE)
     h, tau = solver(a)
     _assert_passes(a, h, tau)
@@ -506,7 +507,7 @@ def test_block_launch_passes_and_matches_the_stage_launches(
     is a single block, the plan's only launch, which still needs the prescale."""
     spec = Spec(batch=batch, n=n, cond=2, case=case, seed=31)
     _assert_path_passes_and_matches_its_launches(
-        tmp_path, BLOCK_LAUNCH, "block_launch", BlockOp, spec
+        tmp_path, BLOCK_LAUNCH, "block_launch", lambda op: isinstance(op, BlockOp), spec
     )
 
 
@@ -528,6 +529,45 @@ def test_block_launch_leaves_blocks_that_split_rows_to_their_launches(tmp_path: 
     blocks = [op for op in plan.ops if isinstance(op, BlockOp)]
     joins = [op for op in plan.ops if isinstance(op, TFactorOp)]
     assert blocks and joins and max(300 - op.col for op in blocks) <= 128 < 300 - joins[-1].col
+
+
+TWO_PASS = {**LOOKAHEAD, "lookahead": False}
+
+
+@pytest.mark.parametrize("knob", ["update_two_pass", "inner_update_two_pass"])
+def test_two_pass_updates_pass_and_match_the_one_program_updates(
+    tmp_path: Path, knob: str, nan_poisoned_empty: None
+) -> None:
+    """W handed between two launches (Tᵀ·Vᵀ·C, then V·W a tile at a time) is the same
+    arithmetic as one program walking the rows twice: the same factors in the interpreter. 70
+    rows leave partial row and column tiles, and the mixed batch's first update reads A."""
+    spec = Spec(batch=3, n=70, cond=2, case="mixed", seed=17)
+    inner = knob.startswith("inner")
+
+    def is_its_op(op: Op) -> bool:
+        return isinstance(op, UpdateOp) and op.two_pass and (op.c_end - op.col <= 32) == inner
+
+    _assert_path_passes_and_matches_its_launches(
+        tmp_path, {**TWO_PASS, knob: True}, knob, is_its_op, spec
+    )
+
+
+def test_two_pass_leaves_row_split_and_library_updates_their_launches(tmp_path: Path) -> None:
+    """Two passes replace only the one-program update: an update that splits rows or runs in
+    cuBLAS keeps its launches, and no block launch or look-ahead swallows a two-pass update."""
+    on = {"update_two_pass": True, "inner_update_two_pass": True}
+    for knobs, expected in (
+        ({**TWO_PASS, **on, "update_split_below": 65536}, False),
+        ({**TWO_PASS, **on, "update_library": "cublas", "inner_update_two_pass": False}, False),
+        ({**TWO_PASS, **on, "block_launch": True, "t_gram_rows": 0}, True),
+        ({**TWO_PASS, **on, "lookahead": True}, True),
+    ):
+        plan, _ = _solver_with(tmp_path, **knobs)._plan(-1, 2, 70)
+        assert plan is not None
+        updates = [op for op in plan.ops if isinstance(op, UpdateOp)]
+        assert updates and all(op.two_pass is expected for op in updates)
+        assert not any(isinstance(op, BlockOp | LookaheadOp) for op in plan.ops)
+        assert plan.w_width >= max((op.dot_width for op in updates if op.passes_w), default=0)
 
 
 SPLIT_PANELS = {"panel_split_rows": 32, "panel_width": 16, "block_width": 32}

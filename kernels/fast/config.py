@@ -100,6 +100,12 @@ class ShapeConfig:
     """Factor each block (its panels, the update of its own columns after each, its T join) in
     one launch of one program per matrix instead of a launch per stage (block.py); blocks whose
     panels or inner updates split rows keep their launches."""
+    update_two_pass: bool
+    """Run each trailing update as two launches instead of one program per column block walking
+    the rows twice: Tᵀ·Vᵀ·C per column block, then C − V·W with one program per tile (update.py).
+    Row-split and cuBLAS updates keep their own launches."""
+    inner_update_two_pass: bool
+    """The same for the updates inside a block."""
     update_l2_hints: bool
     """Tell L2 what the fused update reads again (V, and C until its second walk: kept) and
     what it does not (C's second read and its stores: evicted first), so the matrices passing

@@ -29,7 +29,7 @@ from .plan import (
 )
 from .scale import qr_amax_kernel
 from .tfactor import qr_gram_kernel, qr_tfactor_kernel
-from .update import qr_update_kernel
+from .update import qr_update_kernel, qr_update_tw_kernel
 from .update_split import qr_update_apply_kernel, qr_update_w_kernel
 
 AMAX_BLOCK_R = 32
@@ -175,23 +175,31 @@ def _update(src: torch.Tensor, plan: Plan, op: UpdateOp, out: Buffers) -> None:
     apply = dict(APPLY_PRECISION=shape.update_apply_precision)
     hints = l2_hints(shape.update_l2_hints)
     span = (plan.n, op.col, op.nb, op.c_start, op.c_end)
-    if not op.slab_rows:
+    w = out.w
+    if op.two_pass:
+        qr_update_tw_kernel[(plan.batch * col_blocks,)](
+            src, h, t, w, out.amax, *span, *src.stride(), *h.stride(), t.stride(0), t.stride(1),
+            w.stride(0), w.stride(1), num_stages=shape.update_stages, KEEP=hints["KEEP"],
+            **tiles,
+        )  # fmt: skip
+    elif op.slab_rows:
+        w.zero_()
+        slabs = triton.cdiv(plan.n - op.col, op.slab_rows)
+        qr_update_w_kernel[(plan.batch, col_blocks, slabs)](
+            src, h, w, out.amax, *span, op.slab_rows, *src.stride(), *h.stride(),
+            w.stride(0), w.stride(1), num_stages=shape.update_stages, **tiles,
+        )  # fmt: skip
+    else:
         qr_update_kernel[(plan.batch * col_blocks,)](
             src, h, t, out.amax, *span, *src.stride(), *h.stride(), t.stride(0), t.stride(1),
             num_stages=shape.update_stages, **tiles, **apply, **hints,
         )  # fmt: skip
         return
-    w = out.w
-    w.zero_()
-    slabs = triton.cdiv(plan.n - op.col, op.slab_rows)
-    qr_update_w_kernel[(plan.batch, col_blocks, slabs)](
-        src, h, w, out.amax, *span, op.slab_rows, *src.stride(), *h.stride(),
-        w.stride(0), w.stride(1), num_stages=shape.update_stages, **tiles,
-    )  # fmt: skip
     row_blocks = triton.cdiv(plan.n - op.col, op.block_m)
-    qr_update_apply_kernel[(plan.batch, col_blocks, row_blocks)](
+    qr_update_apply_kernel[(plan.batch * row_blocks * col_blocks,)](
         src, h, w, t, out.amax, *span, *src.stride(), *h.stride(),
-        w.stride(0), w.stride(1), t.stride(0), t.stride(1), **tiles, **apply,
+        w.stride(0), w.stride(1), t.stride(0), t.stride(1), W_HAS_T=op.two_pass, **tiles,
+        **apply,
     )  # fmt: skip
 
 

@@ -10,6 +10,8 @@ factored in slabs by many programs per matrix and its Householder form rebuilt (
 so its width is bound by a slab's rows, not all of them.
 With `update_library = "cublas"`, each block's trailing update is cuBLAS's (library_update.py).
 With `block_launch`, a block's panels, inner updates and T join are one launch (BlockOp).
+With `update_two_pass` (`inner_update_two_pass` inside a block), a Triton update that does not
+split rows is two launches that hand W over through the plan's W buffer.
 With `lookahead`, each fused update and the panel right after it become one launch
 (LookaheadOp); blocks then alternate between two T slots, since the next block's first panel
 writes its T while that launch's update programs still read the finished block's T.
@@ -94,6 +96,13 @@ class UpdateOp:
     t_slot: int = 0
     library: bool = False
     """Run by cuBLAS's batched GEMMs instead of Triton's programs (library_update.py)."""
+    two_pass: bool = False
+    """Two launches: Tᵀ·Vᵀ·C per column block, then V·W subtracted per tile (update.py)."""
+
+    @property
+    def passes_w(self) -> bool:
+        """Whether its launches hand W between them in the plan's W buffer."""
+        return bool(self.slab_rows) or self.two_pass
 
 
 @dataclass(frozen=True)
@@ -171,7 +180,7 @@ class Plan:
     t_width: int
     """Side of the T buffer."""
     w_width: int
-    """Rows of the W buffer of the row-split update (0 when no update splits)."""
+    """Rows of the W buffer of row-split and two-pass updates (0 when no update needs it)."""
     g_slabs: int
     """Parts of G per matrix for row-split T joins (0 when no join splits)."""
     shape: ShapeConfig
@@ -251,7 +260,7 @@ def make_plan(batch: int, n: int, shape: ShapeConfig) -> Plan | None:
         + [op.dot_width for op in parts if not isinstance(op, panels)]
     )
     t_slots = 1 + max((op.t_slot for op in parts), default=0)
-    split = [op.dot_width for op in parts if isinstance(op, UpdateOp) and op.slab_rows]
+    split = [op.dot_width for op in parts if isinstance(op, UpdateOp) and op.passes_w]
     slabs = [
         -(-(n - op.col) // op.gram_rows)
         for op in parts
@@ -270,7 +279,7 @@ def _block_launch(ops: list[Op], shape: ShapeConfig) -> list[Op]:
     updates = [op for op in ops if isinstance(op, UpdateOp)]
     if not shape.block_launch or not joins or joins[0].gram_rows:
         return []
-    if any(isinstance(op, SplitPanelOp) for op in ops) or any(u.slab_rows for u in updates):
+    if any(isinstance(op, SplitPanelOp) for op in ops) or any(u.passes_w for u in updates):
         return []
     join, first = joins[0], panels[0]
     warps = max(join.warps, first.warps, shape.inner_update_warps)
@@ -286,7 +295,7 @@ def _look_ahead(ops: list[Op], shape: ShapeConfig) -> list[Op]:
         if (
             isinstance(op, PanelOp)
             and isinstance(before, UpdateOp)
-            and not before.slab_rows
+            and not before.passes_w
             and not before.library
             and before.c_start == op.col
         ):
@@ -379,12 +388,14 @@ def _update(
     """`inner`: an update of the block's own columns, which gets the inner tile."""
     if inner:
         bm, bn = shape.inner_update_block_m, shape.inner_update_block_n
-        warps = shape.inner_update_warps
+        warps, two_pass = shape.inner_update_warps, shape.inner_update_two_pass
     else:
         bm, bn, warps = shape.update_block_m, shape.update_block_n, shape.update_warps
+        two_pass = shape.update_two_pass
     col_blocks = -(-(c_end - c_start) // bn)
     slab_rows = 0
     if not library and batch * col_blocks < shape.update_split_below:
         slab_rows = -(-max(shape.update_split_rows, bm) // bm) * bm
+    two_pass = two_pass and not (library or slab_rows)
     span = (col, nb, dot_width(nb), t_offset, c_start, c_end)
-    return UpdateOp(*span, slab_rows, bm, bn, warps, slot, library)
+    return UpdateOp(*span, slab_rows, bm, bn, warps, slot, library, two_pass)

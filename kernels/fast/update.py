@@ -7,7 +7,9 @@ fails the factor gate on hard cases at n = 512); V·W runs at `update_apply_prec
 plain TF32 is reported to pass at n = 512 and every product tolerates it from n = 1024. Rows
 above the next panel are final R after this update and are scaled back to A's scale as they are
 stored. When batch × column blocks cannot fill the GPU, update_split.py spreads the rows over
-programs instead.
+programs instead. With `update_two_pass`, the two walks are two launches: qr_update_tw_kernel
+stores each column block's Tᵀ·Vᵀ·C, and update_split.py's apply kernel subtracts V·W with one
+program per tile, so the second walk is no longer a chain of row steps inside one program.
 """
 
 import triton
@@ -30,6 +32,44 @@ def load_v(base, rows, k, n, col0, nb, stride_r, stride_c, EVICT: tl.constexpr):
         eviction_policy=EVICT,
     )
     return tl.where(inside & (rows[:, None] == vcols[None, :]), 1.0, tail)
+
+
+@triton.jit
+def project_columns(
+    src,
+    dst,
+    t,
+    t_sr,
+    n,
+    col0,
+    nb,
+    cols,
+    c_end,
+    scale_in,
+    src_sr,
+    src_sc,
+    dst_sr,
+    dst_sc,
+    NBP: tl.constexpr,
+    BM: tl.constexpr,
+    BN: tl.constexpr,
+    PRECISION: tl.constexpr,
+    KEEP: tl.constexpr,
+):
+    """Tᵀ·(Vᵀ·C) (NBP × BN) for BN columns: the first walk down rows [col0, n), the half of an
+    update that contracts over the rows."""
+    k = tl.arange(0, NBP)
+    w = tl.zeros((NBP, BN), tl.float32)
+    for r0 in range(col0, n, BM):
+        rows = r0 + tl.arange(0, BM)
+        v = load_v(dst, rows, k, n, col0, nb, dst_sr, dst_sc, KEEP)  # BM × NBP
+        mask = (rows[:, None] < n) & (cols[None, :] < c_end)
+        c_at = src + rows[:, None] * src_sr + cols[None, :] * src_sc
+        c = tl.load(c_at, mask=mask, other=0.0, eviction_policy=KEEP)
+        w = tl.dot(tl.trans(v), c * scale_in, w, input_precision=PRECISION)  # NBP × BN
+    tmask = (k[:, None] < nb) & (k[None, :] < nb)
+    tt = tl.load(t + k[:, None] * t_sr + k[None, :], mask=tmask, other=0.0)
+    return tl.dot(tl.trans(tt), w, input_precision=PRECISION)
 
 
 @triton.jit
@@ -60,19 +100,10 @@ def update_columns(
     """C ← C − V·(Tᵀ·(Vᵀ·C)) on BN columns, walking rows [col0, n) twice; shared by the fused
     update programs and the whole-matrix program."""
     k = tl.arange(0, NBP)
-    w = tl.zeros((NBP, BN), tl.float32)
-    for r0 in range(col0, n, BM):
-        rows = r0 + tl.arange(0, BM)
-        v = load_v(dst, rows, k, n, col0, nb, dst_sr, dst_sc, KEEP)  # BM × NBP
-        mask = (rows[:, None] < n) & (cols[None, :] < c_end)
-        c_at = src + rows[:, None] * src_sr + cols[None, :] * src_sc
-        c = tl.load(c_at, mask=mask, other=0.0, eviction_policy=KEEP)
-        w = tl.dot(tl.trans(v), c * scale_in, w, input_precision=PRECISION)  # NBP × BN
-
-    tmask = (k[:, None] < nb) & (k[None, :] < nb)
-    tt = tl.load(t + k[:, None] * t_sr + k[None, :], mask=tmask, other=0.0)
-    w = tl.dot(tl.trans(tt), w, input_precision=PRECISION)  # Tᵀ·Vᵀ·C
-
+    w = project_columns(
+        src, dst, t, t_sr, n, col0, nb, cols, c_end, scale_in, src_sr, src_sc, dst_sr, dst_sc,
+        NBP, BM, BN, PRECISION, KEEP,
+    )  # fmt: skip
     for r0 in range(col0, n, BM):
         rows = r0 + tl.arange(0, BM)
         v = load_v(dst, rows, k, n, col0, nb, dst_sr, dst_sc, KEEP)
@@ -126,3 +157,46 @@ def qr_update_kernel(
         c_end, scale_in, scale, src_sr, src_sc, dst_sr, dst_sc, NBP, BM, BN, PRECISION,
         APPLY_PRECISION, KEEP, ONCE,
     )  # fmt: skip
+
+
+@triton.jit
+def qr_update_tw_kernel(
+    src_ptr,
+    dst_ptr,
+    t_ptr,
+    w_ptr,  # batch × ≥NBP × n: Tᵀ·Vᵀ·C is stored into columns [c_start, c_end)
+    amax_ptr,
+    n,
+    col0,
+    nb,
+    c_start,
+    c_end,
+    src_sb,
+    src_sr,
+    src_sc,
+    dst_sb,
+    dst_sr,
+    dst_sc,
+    t_sb,
+    t_sr,
+    w_sb,
+    w_sr,
+    NBP: tl.constexpr,
+    BM: tl.constexpr,
+    BN: tl.constexpr,
+    PRECISION: tl.constexpr,
+    KEEP: tl.constexpr,
+):
+    """Grid (batch × column blocks,) as qr_update_kernel's: the first half of a two-pass update
+    (`update_two_pass`). Each program walks the rows once and stores its Tᵀ·Vᵀ·C whole, with no
+    atomics and no zeroed buffer; qr_update_apply_kernel then subtracts V·W one tile a program."""
+    col_blocks = tl.cdiv(c_end - c_start, BN)
+    b = (tl.program_id(0) // col_blocks).to(tl.int64)
+    cols = c_start + (tl.program_id(0) % col_blocks) * BN + tl.arange(0, BN)
+    scale_in = tl.where(col0 == 0, scale_for(tl.load(amax_ptr + b)), 1.0)
+    w = project_columns(
+        src_ptr + b * src_sb, dst_ptr + b * dst_sb, t_ptr + b * t_sb, t_sr, n, col0, nb, cols,
+        c_end, scale_in, src_sr, src_sc, dst_sr, dst_sc, NBP, BM, BN, PRECISION, KEEP,
+    )  # fmt: skip
+    k = tl.arange(0, NBP)
+    tl.store(w_ptr + b * w_sb + k[:, None] * w_sr + cols[None, :], w, mask=cols[None, :] < c_end)

@@ -4,6 +4,8 @@ the GPU with one program per column block (2 × 4096 has 128 such blocks, each 4
 qr_update_w_kernel sums W = Vᵀ·C over row slabs in parallel, adding each slab's part into a zeroed
 W buffer with atomics; qr_update_apply_kernel then gives every (row block, column block) tile its
 own program, which forms Tᵀ·W for its columns and subtracts V·(Tᵀ·W). Precisions as in update.py.
+The two-pass update (update.py's qr_update_tw_kernel) ends with the same apply kernel, its W
+already multiplied by Tᵀ.
 """
 
 import triton
@@ -84,11 +86,17 @@ def qr_update_apply_kernel(
     BN: tl.constexpr,
     PRECISION: tl.constexpr,
     APPLY_PRECISION: tl.constexpr,
+    W_HAS_T: tl.constexpr,  # W is already Tᵀ·Vᵀ·C (the two-pass update's), not Vᵀ·C
 ):
-    """Grid (batch, column blocks, row blocks): C_tile ← C_tile − V_rows·(Tᵀ·W_cols)."""
-    b = tl.program_id(0).to(tl.int64)
-    cols = c_start + tl.program_id(1) * BN + tl.arange(0, BN)
-    rows = col0 + tl.program_id(2) * BM + tl.arange(0, BM)
+    """Grid (batch × row blocks × column blocks,): C_tile ← C_tile − V_rows·(Tᵀ·W_cols). A
+    matrix's tiles are adjacent, column blocks innermost, so the programs resident together
+    share V's rows and W in L2 instead of each reading another matrix's."""
+    col_blocks = tl.cdiv(c_end - c_start, BN)
+    tiles = tl.cdiv(n - col0, BM) * col_blocks
+    b = (tl.program_id(0) // tiles).to(tl.int64)
+    tile = tl.program_id(0) % tiles
+    cols = c_start + (tile % col_blocks) * BN + tl.arange(0, BN)
+    rows = col0 + (tile // col_blocks) * BM + tl.arange(0, BM)
     k = tl.arange(0, NBP)
     src = src_ptr + b * src_sb
     dst = dst_ptr + b * dst_sb
@@ -97,9 +105,10 @@ def qr_update_apply_kernel(
 
     wmask = (k[:, None] < nb) & (cols[None, :] < c_end)
     w = tl.load(w_ptr + b * w_sb + k[:, None] * w_sr + cols[None, :], mask=wmask, other=0.0)
-    tmask = (k[:, None] < nb) & (k[None, :] < nb)
-    t = tl.load(t_ptr + b * t_sb + k[:, None] * t_sr + k[None, :], mask=tmask, other=0.0)
-    w = tl.dot(tl.trans(t), w, input_precision=PRECISION)  # NBP × BN
+    if not W_HAS_T:
+        tmask = (k[:, None] < nb) & (k[None, :] < nb)
+        t = tl.load(t_ptr + b * t_sb + k[:, None] * t_sr + k[None, :], mask=tmask, other=0.0)
+        w = tl.dot(tl.trans(t), w, input_precision=PRECISION)  # NBP × BN
 
     v = load_v(dst, rows, k, n, col0, nb, dst_sr, dst_sc, "")
     mask = (rows[:, None] < n) & (cols[None, :] < c_end)
