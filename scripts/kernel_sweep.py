@@ -58,12 +58,16 @@ BLOCK = {"block_launch": True}  # a block's panels, inner updates and T join in 
 TWO_PASS = {"update_two_pass": True}
 INNER_TWO_PASS = {"inner_update_two_pass": True}
 BOTH_TWO_PASS = {**TWO_PASS, **INNER_TWO_PASS}
+# H stored by columns: Vᵀ·C, VᵀV and the panels' loads run along contiguous rows.
+COLUMN_MAJOR = {"column_major": True}
 
 # Knob changes tried per shape class, each against the class's shipped point. Every class with a
 # relaxed precision lists SAFE (3×TF32 everywhere) so that some variant passes with margin.
 VARIANTS: dict[str, list[dict[str, object]]] = {
     "single-panel": [{"graph": True}],
     "small": [
+        COLUMN_MAJOR,
+        {**COLUMN_MAJOR, "update_stages": 1},
         BOTH_TWO_PASS,
         TWO_PASS,
         {**BLOCK, "block_width": 64},
@@ -76,6 +80,12 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         STAGES_1,
     ],
     "medium": [
+        COLUMN_MAJOR,
+        {**COLUMN_MAJOR, "update_stages": 2},
+        {**COLUMN_MAJOR, **INNER_TWO_PASS},
+        {**COLUMN_MAJOR, "update_block_m": 128},
+        {**COLUMN_MAJOR, "panel_width": 32},
+        {**COLUMN_MAJOR, "block_width": 128, "panel_width": 32},
         TWO_PASS,
         INNER_TWO_PASS,
         BOTH_TWO_PASS,
@@ -112,6 +122,10 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         {**FUSED, "panel_width": 16, "block_width": 32, "fused_warps": 8},
     ],
     "medium-1024": [
+        COLUMN_MAJOR,
+        {**COLUMN_MAJOR, "update_stages": 2},
+        {**COLUMN_MAJOR, **INNER_TWO_PASS},
+        {**COLUMN_MAJOR, "block_width": 128},
         TWO_PASS,
         INNER_TWO_PASS,
         BOTH_TWO_PASS,
@@ -138,6 +152,8 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         {"update_split_below": 132},
     ],
     "large": [
+        COLUMN_MAJOR,
+        {**COLUMN_MAJOR, "update_library": "triton"},
         {**BOTH_TWO_PASS, "update_library": "triton", "update_split_below": 0},
         {**L2_HINTS, "update_library": "triton"},
         CUBLAS,
@@ -154,6 +170,7 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         {"panel_split_rows": 128, "panel_width": 16},
     ],
     "huge": [
+        COLUMN_MAJOR,
         CUBLAS,
         STAGES_1,
         {**CUBLAS, **SPLIT_256},

@@ -106,6 +106,11 @@ class ShapeConfig:
     Row-split and cuBLAS updates keep their own launches."""
     inner_update_two_pass: bool
     """The same for the updates inside a block."""
+    column_major: bool
+    """Hold H column-major, as LAPACK and torch.geqrf return it: each column is then contiguous
+    along the rows, the dimension that the panel's reductions, Vᵀ·C and the T join's VᵀV
+    contract over, while V·W's operand V turns row-strided. Every kernel takes H's strides, so
+    this changes only H's allocation (driver.py) and which loads are coalesced."""
     update_l2_hints: bool
     """Tell L2 what the fused update reads again (V, and C until its second walk: kept) and
     what it does not (C's second read and its stores: evicted first), so the matrices passing

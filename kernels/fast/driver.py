@@ -41,7 +41,7 @@ REBUILD_WARPS = 4
 class Buffers:
     """Outputs and scratch of one factorization: fresh per call, or static under a CUDA graph."""
 
-    h: torch.Tensor  # batch × n × n
+    h: torch.Tensor  # batch × n × n, row- or column-major (`column_major`)
     tau: torch.Tensor  # batch × n
     t: torch.Tensor  # batch × (t_slots · t_width) × t_width: the T slots stacked
     w: torch.Tensor  # batch × w_width × n (row-split updates only)
@@ -69,6 +69,8 @@ class Buffers:
             part.view(shape) for part, shape in zip(scratch.split(sizes), shapes, strict=True)
         )
         h = torch.empty((batch, n, n), dtype=a.dtype, device=a.device)
+        if plan.shape.column_major:
+            h = h.transpose(1, 2)  # the same tensor, each matrix stored by columns
         tau = torch.empty((batch, n), dtype=a.dtype, device=a.device)
         return cls(h=h, tau=tau, t=t, w=w, g=g, q=q, amax=amax, scale=scale)
 
