@@ -122,10 +122,7 @@ def _compile_inputs(launch: Launch) -> tuple[Signature, Constants, Attrs, Option
     attrs: Attrs = {}
     for i, param in enumerate(kernel.params):
         value = bound[param.name]
-        if param.is_constexpr:
-            kind, divisible = "constexpr", False
-        else:
-            kind, divisible = _specialize(value, not param.do_not_specialize)
+        kind, divisible = ("constexpr", False) if param.is_constexpr else _specialize(value)
         signature[param.name] = kind
         if kind == "constexpr":
             constexprs[param.name] = value
@@ -134,22 +131,21 @@ def _compile_inputs(launch: Launch) -> tuple[Signature, Constants, Attrs, Option
     return signature, constexprs, attrs, options
 
 
-def _specialize(value: object, specialize: bool = True) -> tuple[str, bool]:
+def _specialize(value: object) -> tuple[str, bool]:
     """Triton's JIT rule for one argument: its type, and whether it is divisible by 16 (a
-    pointer's address in bytes, an integer's value); an integer equal to 1 becomes a constant.
-    An argument the kernel lists in `do_not_specialize` (`specialize` False) is neither."""
+    pointer's address in bytes, an integer's value); an integer equal to 1 becomes a constant."""
     if isinstance(value, torch.Tensor):
         dtype = {torch.float32: "fp32", torch.int32: "i32", torch.int64: "i64"}[value.dtype]
-        return f"*{dtype}", specialize and value.data_ptr() % 16 == 0
+        return f"*{dtype}", value.data_ptr() % 16 == 0
     if isinstance(value, bool):
         return "u1", False
     if isinstance(value, float):
         return "fp32", False
     if not isinstance(value, int):
         raise TypeError(f"no JIT type for a kernel argument of type {type(value).__name__}")
-    if value == 1 and specialize:
+    if value == 1:
         return "constexpr", False
-    return ("i32" if -(2**31) <= value < 2**31 else "i64"), specialize and value % 16 == 0
+    return ("i32" if -(2**31) <= value < 2**31 else "i64"), value % 16 == 0
 
 
 def plans_to_compile(config: Config) -> list[Plan]:

@@ -49,6 +49,7 @@ class Buffers:
     q: torch.Tensor  # batch × q_elems (row-split panels only)
     amax: torch.Tensor  # batch
     scale: torch.Tensor  # batch × 1 × 1: amax's power-of-two scale (cuBLAS updates only)
+    rows: torch.Tensor  # batch × n × n, row-major: the panels' columns (column-major H only)
 
     @classmethod
     def allocate(cls, a: torch.Tensor, plan: Plan) -> Buffers:
@@ -72,7 +73,8 @@ class Buffers:
         if plan.shape.column_major:
             h = h.transpose(1, 2)  # the same tensor, each matrix stored by columns
         tau = torch.empty((batch, n), dtype=a.dtype, device=a.device)
-        return cls(h=h, tau=tau, t=t, w=w, g=g, q=q, amax=amax, scale=scale)
+        rows = torch.empty((batch, n, n) if plan.shape.column_major else (0,), device=a.device)
+        return cls(h=h, tau=tau, t=t, w=w, g=g, q=q, amax=amax, scale=scale, rows=rows)
 
 
 def run_plan(a: torch.Tensor, plan: Plan, out: Buffers) -> None:
@@ -100,7 +102,7 @@ def prescale(a: torch.Tensor, plan: Plan, out: Buffers) -> None:
 def run_op(a: torch.Tensor, plan: Plan, op: Op, out: Buffers) -> None:
     """One step of a blocked plan (after the prescale): what a per-step profile times."""
     if isinstance(op, PanelOp):
-        _panel(a if op.col == 0 else out.h, plan, op, out, len(plan.ops) == 1)
+        _panel(_panel_source(a, plan, op, out), plan, op, out, len(plan.ops) == 1)
     elif isinstance(op, SplitPanelOp):
         _split_panel(a if op.col == 0 else out.h, plan, op, out)
     elif isinstance(op, UpdateOp):
@@ -130,6 +132,19 @@ def _fused(a: torch.Tensor, plan: Plan, op: FusedOp, out: Buffers) -> None:
         T_PRECISION=shape.t_precision, PAIR_REDUCE=shape.panel_pair_reduce and a.is_cuda,
         num_warps=op.warps, num_stages=shape.update_stages,
     )  # fmt: skip
+
+
+def _panel_source(a: torch.Tensor, plan: Plan, op: PanelOp, out: Buffers) -> torch.Tensor:
+    """Where a panel reads its columns: A for the first, else H; with H column-major, a row-major
+    copy of them. Triton lays a tile loaded from contiguous rows out down the rows, and the
+    panel's steps then cost 1.7–3× more (docs/benchmarks.md)."""
+    if op.col == 0:
+        return a
+    if not plan.shape.column_major:
+        return out.h
+    below, cols = slice(op.col, None), slice(op.col, op.col + op.nb)
+    out.rows[:, below, cols].copy_(out.h[:, below, cols])
+    return out.rows
 
 
 def _panel(src: torch.Tensor, plan: Plan, op: PanelOp, out: Buffers, single: bool) -> None:

@@ -101,10 +101,7 @@ def factor_and_store(
     tl.store(t + t_rows * t_sr + cols, tt)
 
 
-# Row strides stay runtime values: with H column-major (`column_major`) a row stride of 1 would
-# tell Triton the rows are contiguous, and it would lay the panel out down the rows, so every
-# step's pick of a column becomes a reduction across warps (2–3× slower panels, measured).
-@triton.jit(do_not_specialize=["src_sr", "dst_sr"])
+@triton.jit
 def qr_panel_kernel(
     src_ptr,  # batch × n × n: the panel's columns are read from here (A for the first panel)
     dst_ptr,  # batch × n × n: H, written with R (upper) and V (strictly lower)

@@ -92,7 +92,7 @@ def _slab_tile(n, col0, slab_rows, SLAB_M: tl.constexpr, NB: tl.constexpr):
     return b, s, first, r, c, inside
 
 
-@triton.jit(do_not_specialize=["src_sr", "dst_sr"])  # as qr_panel_kernel's, for `column_major`
+@triton.jit
 def qr_slab_kernel(
     src_ptr,  # batch × n × n: the panel's columns (A for the first panel)
     dst_ptr,  # batch × n × n: H, gets each slab's local V and R
@@ -129,7 +129,7 @@ def qr_slab_kernel(
     tl.store(x_ptr + b * x_sb + s * NB * NB + c[:, None] * NB + cols, x)
 
 
-@triton.jit(do_not_specialize=["h_sr"])
+@triton.jit
 def qr_slab_join_kernel(
     h_ptr,  # batch × n × n: H with the slabs' V and R; gets the panel's top block
     tau_ptr,  # batch × n
