@@ -58,7 +58,7 @@ BLOCK = {"block_launch": True}  # a block's panels, inner updates and T join in 
 TWO_PASS = {"update_two_pass": True}
 INNER_TWO_PASS = {"inner_update_two_pass": True}
 BOTH_TWO_PASS = {**TWO_PASS, **INNER_TWO_PASS}
-# H stored by columns: Vᵀ·C, VᵀV and the panels' loads run along contiguous rows.
+# H stored by columns: Vᵀ·C and VᵀV run along contiguous rows; panels read a row-major copy.
 COLUMN_MAJOR = {"column_major": True}
 
 # Knob changes tried per shape class, each against the class's shipped point. Every class with a

@@ -109,8 +109,9 @@ class ShapeConfig:
     column_major: bool
     """Hold H column-major, as LAPACK and torch.geqrf return it: each column is then contiguous
     along the rows, the dimension that the panel's reductions, Vᵀ·C and the T join's VᵀV
-    contract over, while V·W's operand V turns row-strided. Every kernel takes H's strides, so
-    this changes only H's allocation (driver.py) and which loads are coalesced."""
+    contract over, while V·W's operand V turns row-strided. Every kernel takes H's strides; the
+    panels alone read a row-major copy of their columns (driver.py), since Triton lays a tile
+    loaded down contiguous rows out along them and the panel's steps then cost 1.7–3× more."""
     update_l2_hints: bool
     """Tell L2 what the fused update reads again (V, and C until its second walk: kept) and
     what it does not (C's second read and its stores: evicted first), so the matrices passing

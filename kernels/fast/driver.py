@@ -73,7 +73,8 @@ class Buffers:
         if plan.shape.column_major:
             h = h.transpose(1, 2)  # the same tensor, each matrix stored by columns
         tau = torch.empty((batch, n), dtype=a.dtype, device=a.device)
-        rows = torch.empty((batch, n, n) if plan.shape.column_major else (0,), device=a.device)
+        rows_shape = (batch, n, n) if plan.shape.column_major else (0,)
+        rows = torch.empty(rows_shape, dtype=a.dtype, device=a.device)
         return cls(h=h, tau=tau, t=t, w=w, g=g, q=q, amax=amax, scale=scale, rows=rows)
 
 
