@@ -37,18 +37,20 @@ def householder_tile(p, BLOCK_M: tl.constexpr, NB: tl.constexpr, PAIR_REDUCE: tl
     t = tl.zeros((NB, NB), tl.float32)
     taus = tl.zeros((1, NB), tl.float32)
     for i in range(NB):
-        x = tl.sum(tl.where(cols == i, p, 0.0), axis=1, keep_dims=True)  # column i
+        # One-hot selectors times p, not tl.where: the products fuse into the reductions' adds
+        # (one FFMA an element instead of a select and an add), and the panel is ALU-bound.
+        at_col = (cols == i).to(tl.float32)  # 1 × NB
+        at_row = (rows == i).to(tl.float32)  # BLOCK_M × 1
+        x = tl.sum(p * at_col, axis=1, keep_dims=True)  # column i
         below = rows > i
         x_tail = tl.where(below, x, 0.0)
         if PAIR_REDUCE:
-            z, rho = tl.reduce(
-                (x_tail * p, tl.where(rows == i, p, 0.0)), 0, _add_pair, keep_dims=True
-            )
+            z, rho = tl.reduce((x_tail * p, at_row * p), 0, _add_pair, keep_dims=True)
         else:
             z = tl.sum(x_tail * p, axis=0, keep_dims=True)  # 1 × NB
-            rho = tl.sum(tl.where(rows == i, p, 0.0), axis=0, keep_dims=True)  # row i
-        alpha = tl.sum(tl.where(cols == i, rho, 0.0), axis=1, keep_dims=True)  # 1 × 1
-        sigma = tl.sum(tl.where(cols == i, z, 0.0), axis=1, keep_dims=True)  # ‖x_tail‖²
+            rho = tl.sum(at_row * p, axis=0, keep_dims=True)  # row i
+        alpha = tl.sum(rho * at_col, axis=1, keep_dims=True)  # 1 × 1
+        sigma = tl.sum(z * at_col, axis=1, keep_dims=True)  # ‖x_tail‖²
         reflect = sigma > 0.0
         norm = tl.sqrt(alpha * alpha + sigma)
         beta = tl.where(reflect, tl.where(alpha >= 0.0, -norm, norm), alpha)
@@ -57,7 +59,9 @@ def householder_tile(p, BLOCK_M: tl.constexpr, NB: tl.constexpr, PAIR_REDUCE: tl
         w = rho + inv_pivot * z  # vᵢᵀP
         v = tl.where(rows == i, 1.0, inv_pivot * x_tail)
         column = tl.where(rows == i, beta, tl.where(below, inv_pivot * x, x))
-        p = tl.where(cols > i, p - (tau * v) * w, tl.where(cols == i, column, p))
+        # Columns up to i take a zero multiple of v, so one FFMA and one select an element.
+        tau_w = tl.where(cols > i, tau * w, 0.0)  # 1 × NB
+        p = tl.where(cols == i, column, p - v * tau_w)
 
         gram = tl.where(cols < i, w, 0.0)  # (Vᵀvᵢ) over the earlier columns
         t_gram = tl.sum(t * gram, axis=1, keep_dims=True)  # NB × 1
