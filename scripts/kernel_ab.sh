@@ -18,7 +18,7 @@ git checkout "$rev" -- kernels/fast && install_qrsup
 step profile_before 150 python scripts/launch_profile.py "$@"
 rm -rf kernels/fast && mkdir -p kernels/fast && cp -r "$after/." kernels/fast/ && install_qrsup
 step profile_after 150 python scripts/launch_profile.py "$@"
-step test_fast 60 "${qrsup[@]}" test kernels/candidates/fast_geqrf.py --suite qr_v2 --json "$out/test_fast.json"
+step test_fast 180 "${qrsup[@]}" test kernels/candidates/fast_geqrf.py --suite qr_v2 --json "$out/test_fast.json"
 step bench_fast 150 "${qrsup[@]}" bench kernels/candidates/fast_geqrf.py --suite qr_v2 --baseline --json "$out/bench_fast.json"
 cat "$out/env.txt" "$out/steps.txt" "$out/kernel_diff.txt"
 paste -d '|' <(cut -c1-62 "$out/profile_before.txt") <(cut -c1-62 "$out/profile_after.txt") | tail -n 60

@@ -1,11 +1,12 @@
 """Where one factorization's device time goes, step by step, for the shipped fast kernel.
 
-`python scripts/launch_profile.py [--shape 640x512 ...] [--configs FILE]` runs each shape's plan
-(the qr_v2 benchmark shapes by default) once to warm up, then again with a CUDA event pair
-around every step, and prints one table per shape: the steps grouped by what they do (panels,
-updates inside a block by the panel width, trailing updates by the block width, T factors),
-with their count, device time and share of the whole. torch.profiler's view per kernel name
-lumps an update inside a block with a trailing one; the plan knows which is which.
+`python scripts/launch_profile.py [--shape 640x512 ...] [--configs FILE] [--repeats 5]` runs each
+shape's plan (the qr_v2 benchmark shapes by default) once to warm up, then `--repeats` times with
+a CUDA event pair around every step, and prints one table per shape: the steps grouped by what
+they do (panels, updates inside a block by the panel width, trailing updates by the block width,
+T factors), with their count, median device time over the runs and share of the whole.
+torch.profiler's view per kernel name lumps an update inside a block with a trailing one; the
+plan knows which is which.
 
 On a CPU it runs in Triton's interpreter (TRITON_INTERPRET=1) with a wall clock, which checks
 the script, not the kernel's speed.
@@ -14,6 +15,7 @@ the script, not the kernel's speed.
 from __future__ import annotations
 
 import argparse
+import statistics
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -83,17 +85,25 @@ class StepClock:
         return dict(totals)
 
 
-def profile_plan(a: torch.Tensor, plan: Plan) -> dict[str, tuple[int, float]]:
-    """(count, µs) per step kind for one factorization of `a` (after a warm-up run)."""
+def profile_plan(a: torch.Tensor, plan: Plan, repeats: int) -> dict[str, tuple[int, float]]:
+    """(count, µs) per step kind: the median over `repeats` timed factorizations of `a`, after a
+    warm-up run. One run alone is at the mercy of the GPU's clocks, which an idle machine lowers
+    (two single runs of one tree differed by up to 40% in a step kind)."""
     if isinstance(plan.ops[0], FusedOp):
         raise SystemExit(f"{plan.batch}x{plan.n}: the fused path is one launch; nothing to split")
     run_plan(a, plan, Buffers.allocate(a, plan))  # the warm-up: every launch compiled
-    out = Buffers.allocate(a, plan)
-    clock = StepClock(a.device)
-    clock.time("prescale", lambda: prescale(a, plan, out))
-    for op in plan.ops:
-        clock.time(step_kind(op), lambda op=op: run_op(a, plan, op, out))
-    return clock.totals_us()
+    runs = []
+    for _ in range(repeats):
+        out = Buffers.allocate(a, plan)
+        clock = StepClock(a.device)
+        clock.time("prescale", lambda out=out: prescale(a, plan, out))
+        for op in plan.ops:
+            clock.time(step_kind(op), lambda op=op, out=out: run_op(a, plan, op, out))
+        runs.append(clock.totals_us())
+    return {
+        kind: (count, statistics.median(run[kind][1] for run in runs))
+        for kind, (count, _) in runs[0].items()
+    }
 
 
 def table(label: str, totals: dict[str, tuple[int, float]]) -> str:
@@ -108,6 +118,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shape", action="append", default=[], help="BATCHxN (repeatable)")
     parser.add_argument("--configs", type=Path, default=None, help="a configs TOML file")
+    parser.add_argument("--repeats", type=int, default=5, help="timed runs; the median is shown")
     args = parser.parse_args()
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     config = load_config(args.configs)
@@ -125,7 +136,8 @@ def main() -> None:
             print(f"{spec.batch}x{spec.n}: no plan (torch.geqrf answers)")
             continue
         a = generate_input(spec, device)
-        print(table(f"{spec.batch}x{spec.n} ({plan.shape.name})", profile_plan(a, plan)))
+        label = f"{spec.batch}x{spec.n} ({plan.shape.name})"
+        print(table(label, profile_plan(a, plan, args.repeats)), flush=True)
 
 
 if __name__ == "__main__":
