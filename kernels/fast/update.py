@@ -15,6 +15,7 @@ program per tile, so the second walk is no longer a chain of row steps inside on
 import triton
 import triton.language as tl
 
+from .mma import mma
 from .scale import scale_for
 
 
@@ -32,6 +33,22 @@ def load_v(base, rows, k, n, col0, nb, stride_r, stride_c, EVICT: tl.constexpr):
         eviction_policy=EVICT,
     )
     return tl.where(inside & (rows[:, None] == vcols[None, :]), 1.0, tail)
+
+
+@triton.jit
+def load_v_below(base, rows, k, n, col0, nb, stride_r, stride_c, EVICT: tl.constexpr):
+    """load_v for rows that all lie below V's unit triangle (≥ col0 + nb): no diagonal to put
+    in and no R above it to mask off, so a tile costs its bounds check alone."""
+    inside = (rows[:, None] < n) & (k[None, :] < nb)
+    at = base + rows[:, None] * stride_r + (col0 + k)[None, :] * stride_c
+    return tl.load(at, mask=inside, other=0.0, eviction_policy=EVICT)
+
+
+@triton.jit
+def triangle_end(col0, NBP: tl.constexpr, BM: tl.constexpr):
+    """The first row step at or past V's unit triangle: steps before it load V with load_v,
+    steps from it with load_v_below."""
+    return col0 + tl.cdiv(NBP, BM) * BM
 
 
 @triton.jit
@@ -60,16 +77,20 @@ def project_columns(
     update that contracts over the rows."""
     k = tl.arange(0, NBP)
     w = tl.zeros((NBP, BN), tl.float32)
+    below = triangle_end(col0, NBP, BM)
     for r0 in range(col0, n, BM):
         rows = r0 + tl.arange(0, BM)
-        v = load_v(dst, rows, k, n, col0, nb, dst_sr, dst_sc, KEEP)  # BM × NBP
+        if r0 < below:
+            v = load_v(dst, rows, k, n, col0, nb, dst_sr, dst_sc, KEEP)  # BM × NBP
+        else:
+            v = load_v_below(dst, rows, k, n, col0, nb, dst_sr, dst_sc, KEEP)
         mask = (rows[:, None] < n) & (cols[None, :] < c_end)
         c_at = src + rows[:, None] * src_sr + cols[None, :] * src_sc
         c = tl.load(c_at, mask=mask, other=0.0, eviction_policy=KEEP)
-        w = tl.dot(tl.trans(v), c * scale_in, w, input_precision=PRECISION)  # NBP × BN
+        w = mma(tl.trans(v), c * scale_in, w, PRECISION)  # NBP × BN
     tmask = (k[:, None] < nb) & (k[None, :] < nb)
     tt = tl.load(t + k[:, None] * t_sr + k[None, :], mask=tmask, other=0.0)
-    return tl.dot(tl.trans(tt), w, input_precision=PRECISION)
+    return mma(tl.trans(tt), w, tl.zeros((NBP, BN), tl.float32), PRECISION)
 
 
 @triton.jit
@@ -104,14 +125,21 @@ def update_columns(
         src, dst, t, t_sr, n, col0, nb, cols, c_end, scale_in, src_sr, src_sc, dst_sr, dst_sc,
         NBP, BM, BN, PRECISION, KEEP,
     )  # fmt: skip
+    minus_w = -w  # C is the product's accumulator: C − V·W in one pass of tensor-core adds
+    unscale = 1.0 / scale_out  # a power of two: exact
+    below = triangle_end(col0, NBP, BM)
     for r0 in range(col0, n, BM):
         rows = r0 + tl.arange(0, BM)
-        v = load_v(dst, rows, k, n, col0, nb, dst_sr, dst_sc, KEEP)
+        if r0 < below:
+            v = load_v(dst, rows, k, n, col0, nb, dst_sr, dst_sc, KEEP)
+        else:
+            v = load_v_below(dst, rows, k, n, col0, nb, dst_sr, dst_sc, KEEP)
         mask = (rows[:, None] < n) & (cols[None, :] < c_end)
         c_at = src + rows[:, None] * src_sr + cols[None, :] * src_sc
         c = tl.load(c_at, mask=mask, other=0.0, eviction_policy=ONCE)
-        c = c * scale_in - tl.dot(v, w, input_precision=APPLY_PRECISION)
-        c = tl.where(rows[:, None] < col0 + nb, c / scale_out, c)  # final R rows
+        c = mma(v, minus_w, c * scale_in, APPLY_PRECISION)
+        if r0 < below:  # only rows above the triangle's end can be final R
+            c = tl.where(rows[:, None] < col0 + nb, c * unscale, c)
         c_to = dst + rows[:, None] * dst_sr + cols[None, :] * dst_sc
         tl.store(c_to, c, mask=mask, eviction_policy=ONCE)
 
