@@ -1,22 +1,26 @@
 #!/usr/bin/env bash
 # One device call for a kernel change: where each shape's time goes under the kernel files of
-# revision REV and under the working tree's (scripts/launch_profile.py, same machine, same call),
-# then `qrsup test` and `qrsup bench --baseline` (contest rule) on the working tree.
-# Usage: kernel_ab.sh OUT REV [PROFILE_ARGS...]; PROFILE_ARGS go to both profiles (e.g. --shape
-# 640x512). Results come back packed in OUT/results.tgz. Carry .whl.
+# an earlier revision REV and under the working tree's (scripts/launch_profile.py, same machine,
+# same call), then `qrsup test` and `qrsup bench --baseline` (contest rule) on the working tree.
+# The device's copy has none of this machine's history, so REV's kernels/fast travels as a
+# git-ignored folder: `rm -rf .kernel_before && mkdir .kernel_before && git archive REV
+# kernels/fast | tar -x -C .kernel_before`, then carry .kernel_before (and .whl).
+# Usage: kernel_ab.sh OUT [PROFILE_ARGS...]; PROFILE_ARGS go to both profiles (e.g. --shape
+# 640x512). Results come back packed in OUT/results.tgz.
 set -uo pipefail
 out=${1:?output directory}
-rev=${2:?revision whose kernels/fast is the "before"}
-shift 2
+shift
+before=.kernel_before/kernels/fast
+[ -d "$before" ] || { echo "no $before: see this script's header"; exit 2; }
 source "$(dirname "$0")/device_common.sh"
 install_wheels
 record_env
-git diff --stat "$rev" -- kernels/fast > "$out/kernel_diff.txt"
+diff -r "$before" kernels/fast | grep -c '^[<>]' | sed 's/^/lines changed in kernels\/fast: /' > "$out/kernel_diff.txt"
 after=$(mktemp -d)
 cp -r kernels/fast/. "$after/"
-git checkout "$rev" -- kernels/fast && install_qrsup
+rm -rf kernels/fast && cp -r "$before" kernels/fast && install_qrsup
 step profile_before 150 python scripts/launch_profile.py "$@"
-rm -rf kernels/fast && mkdir -p kernels/fast && cp -r "$after/." kernels/fast/ && install_qrsup
+rm -rf kernels/fast && cp -r "$after" kernels/fast && install_qrsup
 step profile_after 150 python scripts/launch_profile.py "$@"
 step test_fast 180 "${qrsup[@]}" test kernels/candidates/fast_geqrf.py --suite qr_v2 --json "$out/test_fast.json"
 step bench_fast 150 "${qrsup[@]}" bench kernels/candidates/fast_geqrf.py --suite qr_v2 --baseline --json "$out/bench_fast.json"

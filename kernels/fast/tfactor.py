@@ -11,7 +11,7 @@ n rows alone) qr_gram_kernel sums row slabs in parallel into per-slab parts, whi
 import triton
 import triton.language as tl
 
-from .mma import mma
+from .products import product
 from .update import load_v
 
 
@@ -43,7 +43,7 @@ def join_t(
         for r0 in range(col0, n, BM):
             rows = r0 + tl.arange(0, BM)
             v = load_v(h, rows, k, n, col0, width, h_sr, h_sc, "")  # BM × KBP
-            g = mma(tl.trans(v), v, g, PRECISION)
+            g += product(tl.trans(v), v, PRECISION)
 
     panel = k // nb
     inside = k < width
@@ -55,8 +55,8 @@ def join_t(
         new = (k >= s) & (k < s + nb)
         g_new = tl.where((k[:, None] < s) & new[None, :], g, 0.0)  # G[:s, s:s+nb]
         t_new = tl.where(new[:, None] & new[None, :], tt, 0.0)
-        left = mma(joined, g_new, tl.zeros((KBP, KBP), tl.float32), PRECISION)
-        tt = mma(left, -t_new, tt, PRECISION)
+        left = product(joined, g_new, PRECISION)
+        tt = tt - product(left, t_new, PRECISION)
     tl.store(t + t_offs, tt)
 
 
@@ -86,7 +86,7 @@ def qr_gram_kernel(
     for r0 in range(first, tl.minimum(first + slab_rows, n), BM):
         rows = r0 + tl.arange(0, BM)
         v = load_v(h, rows, k, n, col0, width, h_sr, h_sc, "")  # BM × KBP
-        g = mma(tl.trans(v), v, g, PRECISION)
+        g += product(tl.trans(v), v, PRECISION)
     tl.store(g_ptr + b * g_sb + slab * KBP * KBP + k[:, None] * KBP + k[None, :], g)
 
 

@@ -15,7 +15,7 @@ program per tile, so the second walk is no longer a chain of row steps inside on
 import triton
 import triton.language as tl
 
-from .mma import mma
+from .products import product
 from .scale import scale_for
 
 
@@ -87,10 +87,10 @@ def project_columns(
         mask = (rows[:, None] < n) & (cols[None, :] < c_end)
         c_at = src + rows[:, None] * src_sr + cols[None, :] * src_sc
         c = tl.load(c_at, mask=mask, other=0.0, eviction_policy=KEEP)
-        w = mma(tl.trans(v), c * scale_in, w, PRECISION)  # NBP × BN
+        w += product(tl.trans(v), c * scale_in, PRECISION)  # NBP × BN
     tmask = (k[:, None] < nb) & (k[None, :] < nb)
     tt = tl.load(t + k[:, None] * t_sr + k[None, :], mask=tmask, other=0.0)
-    return mma(tl.trans(tt), w, tl.zeros((NBP, BN), tl.float32), PRECISION)
+    return product(tl.trans(tt), w, PRECISION)
 
 
 @triton.jit
@@ -125,7 +125,6 @@ def update_columns(
         src, dst, t, t_sr, n, col0, nb, cols, c_end, scale_in, src_sr, src_sc, dst_sr, dst_sc,
         NBP, BM, BN, PRECISION, KEEP,
     )  # fmt: skip
-    minus_w = -w  # C is the product's accumulator: C − V·W in one pass of tensor-core adds
     unscale = 1.0 / scale_out  # a power of two: exact
     below = triangle_end(col0, NBP, BM)
     for r0 in range(col0, n, BM):
@@ -137,7 +136,7 @@ def update_columns(
         mask = (rows[:, None] < n) & (cols[None, :] < c_end)
         c_at = src + rows[:, None] * src_sr + cols[None, :] * src_sc
         c = tl.load(c_at, mask=mask, other=0.0, eviction_policy=ONCE)
-        c = mma(v, minus_w, c * scale_in, APPLY_PRECISION)
+        c = c * scale_in - product(v, w, APPLY_PRECISION)
         if r0 < below:  # only rows above the triangle's end can be final R
             c = tl.where(rows[:, None] < col0 + nb, c * unscale, c)
         c_to = dst + rows[:, None] * dst_sr + cols[None, :] * dst_sc

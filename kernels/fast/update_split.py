@@ -11,7 +11,7 @@ already multiplied by Tᵀ.
 import triton
 import triton.language as tl
 
-from .mma import mma
+from .products import product
 from .scale import scale_for
 from .update import load_v
 
@@ -55,7 +55,7 @@ def qr_update_w_kernel(
         v = load_v(dst, rows, k, n, col0, nb, dst_sr, dst_sc, "")  # BM × NBP
         mask = (rows[:, None] < n) & (cols[None, :] < c_end)
         c = tl.load(src + rows[:, None] * src_sr + cols[None, :] * src_sc, mask=mask, other=0.0)
-        w = mma(tl.trans(v), c * scale_in, w, PRECISION)
+        w += product(tl.trans(v), c * scale_in, PRECISION)
     wmask = (k[:, None] < nb) & (cols[None, :] < c_end)
     tl.atomic_add(w_ptr + b * w_sb + k[:, None] * w_sr + cols[None, :], w, mask=wmask)
 
@@ -109,11 +109,11 @@ def qr_update_apply_kernel(
     if not W_HAS_T:
         tmask = (k[:, None] < nb) & (k[None, :] < nb)
         t = tl.load(t_ptr + b * t_sb + k[:, None] * t_sr + k[None, :], mask=tmask, other=0.0)
-        w = mma(tl.trans(t), w, tl.zeros((NBP, BN), tl.float32), PRECISION)  # NBP × BN
+        w = product(tl.trans(t), w, PRECISION)  # NBP × BN
 
     v = load_v(dst, rows, k, n, col0, nb, dst_sr, dst_sc, "")
     mask = (rows[:, None] < n) & (cols[None, :] < c_end)
     c = tl.load(src + rows[:, None] * src_sr + cols[None, :] * src_sc, mask=mask, other=0.0)
-    c = mma(v, -w, c * scale_in, APPLY_PRECISION)  # as update.py's second walk
+    c = c * scale_in - product(v, w, APPLY_PRECISION)
     c = tl.where(rows[:, None] < col0 + nb, c * (1.0 / scale), c)
     tl.store(dst + rows[:, None] * dst_sr + cols[None, :] * dst_sc, c, mask=mask)
