@@ -80,6 +80,7 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         STAGES_1,
     ],
     "medium": [
+        {"graph": True},
         COLUMN_MAJOR,
         {**COLUMN_MAJOR, "update_stages": 2},
         {**COLUMN_MAJOR, **INNER_TWO_PASS},
@@ -122,6 +123,9 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         {**FUSED, "panel_width": 16, "block_width": 32, "fused_warps": 8},
     ],
     "medium-1024": [
+        # Eager launches, the point before graph replay: ~200 launches and panel copies a call
+        # left 60×1024 host-bound at 5.7–15.4 ms from one run to the next.
+        {"graph": False},
         COLUMN_MAJOR,
         {**COLUMN_MAJOR, "update_stages": 2},
         {**COLUMN_MAJOR, **INNER_TWO_PASS},
