@@ -4,8 +4,9 @@ Triton's own "tf32x3" rounds each operand with `cvt.rna.tf32.f32`, which sm_90 h
 for: it becomes four (an add, an infinity test, a mask and a select) an element, and each product
 then guards its accumulator against NaN with a compare and a select an element. The updates feed
 every element of their tiles through that split, so the rounding here is the add and the mask
-alone: operands are finite (a non-finite input is caught by |A|max before any product), and a
-finite value rounds the same way either way, ties away from zero.
+alone. It differs only for Inf and NaN operands, which a finite input never produces (the
+prescale keeps magnitudes in range) and a non-finite input has no defined factors for (|A|max
+flags it); a finite value rounds the same way either way, to nearest with ties away from zero.
 
 A product starts from a zero accumulator and callers add it to their running sums with IEEE adds:
 the tensor cores align and truncate what they add to an accumulator, so a large running sum (C
