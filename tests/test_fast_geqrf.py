@@ -23,6 +23,7 @@ from qrsup.kernels.fast.config import DEFAULT_CONFIGS, dump_config, load_config
 from qrsup.kernels.fast.driver import Buffers, l2_hints, run_plan
 from qrsup.kernels.fast.geqrf import FastGeqrf, NonFiniteInputError, geqrf
 from qrsup.kernels.fast.interpret import patch_scalar_index
+from qrsup.kernels.fast.launches import DirectLaunches, launch, parameters_in_order
 from qrsup.kernels.fast.library_update import cublas_precision
 from qrsup.kernels.fast.panel import qr_panel_kernel
 from qrsup.kernels.fast.plan import (
@@ -38,6 +39,7 @@ from qrsup.kernels.fast.plan import (
     next_pow2,
 )
 from qrsup.kernels.fast.products import split_tf32
+from qrsup.kernels.fast.scale import qr_amax_kernel
 from qrsup.kernels.fast.single_launch import single_panel
 from qrsup.kernels.fast.tfactor import qr_gram_kernel, qr_tfactor_kernel
 from qrsup.kernels.fast.update import qr_update_kernel
@@ -358,6 +360,54 @@ def test_graph_replay_gives_fresh_outputs_equal_to_eager(tmp_path: Path) -> None
     assert not torch.equal(h1, h2)
     h_eager, tau_eager = eager(a1)
     assert torch.equal(h1, h_eager) and torch.equal(tau1, tau_eager)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize(("batch", "n"), [(40, 176), (16, 512), (4, 1024), (2, 2048)])
+def test_direct_launches_equal_triton_dispatch_call_after_call(
+    tmp_path: Path, batch: int, n: int
+) -> None:
+    """`direct_launch` replays the compiled kernels its first call recorded: every later call,
+    on fresh inputs and on a transposed one (its own recording), gives the eager factors
+    exactly, across the classes' plans (look-ahead, blocks, row-split and cuBLAS updates)."""
+    (tmp_path / "eager").mkdir()
+    eager = _solver_with(tmp_path / "eager", graph=False)
+    direct = _solver_with(tmp_path, graph=False, direct_launch=True)
+    inputs = [*torch.randn(3, batch, n, n, device="cuda"), torch.randn(batch, n, n).cuda().mT]
+    for a in [*inputs, *inputs]:
+        h, tau = direct(a)
+        h_eager, tau_eager = eager(a)
+        assert torch.equal(h, h_eager) and torch.equal(tau, tau_eager)
+
+
+def test_direct_launch_passes_every_parameter_in_order_and_refuses_another_launch_order() -> None:
+    """A compiled kernel takes every parameter positionally, constexprs too; and a replay whose
+    launches come in another order than the recorded ones stops instead of running the wrong
+    binary (the recording here runs in the interpreter, which returns no compiled kernel)."""
+    x = torch.randn(16, device=DEVICE)
+    hi, lo = torch.empty_like(x), torch.empty_like(x)
+    ordered = parameters_in_order(_split_tf32_kernel, (x, hi), {"N": 16, "lo_ptr": lo})
+    assert ordered[:3] == [x, hi, lo] and ordered[3] == 16
+    with pytest.raises(TypeError, match="no value for N"):
+        parameters_in_order(_split_tf32_kernel, (x, hi, lo), {})
+    replay = DirectLaunches()
+    with replay.active():
+        launch(_split_tf32_kernel, (1,), x, hi, lo, N=16)
+    assert torch.equal(hi + lo, x)
+    wrong_order = pytest.raises(RuntimeError, match="_split_tf32_kernel, asked for qr_amax")
+    with wrong_order, replay.active():
+        launch(qr_amax_kernel, (1, 1), x, hi, 4, 1, 1, 1, BLOCK_R=4, BLOCK_C=4)
+
+
+def test_direct_launch_is_triton_dispatch_on_the_cpu(tmp_path: Path) -> None:
+    """The interpreter has no compiled kernels to replay: the knob leaves CPU tensors to
+    Triton's dispatch, with the same factors."""
+    a = torch.randn(2, 40, 40, device=DEVICE)
+    (tmp_path / "eager").mkdir()
+    h, tau = _solver_with(tmp_path, direct_launch=True)(a)
+    h_eager, tau_eager = _solver_with(tmp_path / "eager", direct_launch=False)(a)
+    assert torch.equal(h, h_eager) and torch.equal(tau, tau_eager)
 
 
 @pytest.mark.gpu
