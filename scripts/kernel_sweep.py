@@ -85,6 +85,9 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
     "medium": [
         {"graph": True},
         DIRECT,
+        # An inner update covers 48, 32 or 16 columns: 64-wide tiles leave half of them masked.
+        {"inner_update_block_n": 32},
+        {"inner_update_block_n": 16},
         COLUMN_MAJOR,
         {**COLUMN_MAJOR, "update_stages": 2},
         {**COLUMN_MAJOR, **INNER_TWO_PASS},
@@ -131,6 +134,8 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         # left 60×1024 host-bound at 5.7–15.4 ms from one run to the next.
         {"graph": False},
         DIRECT,
+        {"inner_update_block_n": 32},
+        {"inner_update_block_n": 16},
         COLUMN_MAJOR,
         {**COLUMN_MAJOR, "update_stages": 2},
         {**COLUMN_MAJOR, **INNER_TWO_PASS},
