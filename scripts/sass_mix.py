@@ -71,6 +71,9 @@ def main() -> None:
     parser.add_argument("--nth", type=int, default=0, help="which matching launch")
     parser.add_argument("--configs", type=Path, default=None, help="a configs TOML file")
     args = parser.parse_args()
+    if not aot.cuda_compiler_available():
+        print("no Triton CUDA backend with ptxas here")
+        raise SystemExit(aot.NO_COMPILER)
     batch, n = map(int, args.shape.lower().split("x"))
     shape = load_config(args.configs).for_arch(aot.SM90.arch).for_shape(batch, n)
     plan = make_plan(batch, n, dataclasses.replace(shape))

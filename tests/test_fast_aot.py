@@ -9,6 +9,7 @@ must not import Triton at all.
 """
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -44,6 +45,30 @@ def test_every_fast_kernel_compiles_for_sm90(tmp_path: Path, triton_site: str | 
     assert result.returncode == 0, result.stdout + result.stderr[-4000:]
     if triton_site is not None:  # the compile ran under that Triton, not the environment's
         assert f"(Triton {_version_in(Path(triton_site))})" in result.stdout, result.stdout
+
+
+@pytest.mark.e2e
+def test_sass_mix_reads_a_panel_launchs_loop_without_a_gpu(tmp_path: Path) -> None:
+    """scripts/sass_mix.py, which weighs a kernel change before a device session: the panel's
+    step loop and ptxas's resources for the shipped 640×512 plan."""
+    env = {name: value for name, value in os.environ.items() if name != "TRITON_INTERPRET"}
+    env["TRITON_CACHE_DIR"] = str(tmp_path / "triton")
+    script = Path(__file__).resolve().parents[1] / "scripts" / "sass_mix.py"
+    args = ["--shape", "640x512", "--kernel", "qr_panel_kernel"]
+    result = subprocess.run(
+        [sys.executable, str(script), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    if result.returncode == NO_COMPILER:
+        pytest.skip(result.stdout.strip())
+    assert result.returncode == 0, result.stdout + result.stderr[-4000:]
+    assert re.search(r"Used \d+ registers", result.stdout), result.stdout
+    loops = re.findall(r"loop 0x[0-9a-f]+–0x[0-9a-f]+: (\d+) instructions", result.stdout)
+    assert loops and all(int(count) > 50 for count in loops), result.stdout
 
 
 def _version_in(site: Path) -> str:
