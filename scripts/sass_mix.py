@@ -12,7 +12,6 @@ with TRITON_INTERPRET unset.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import re
 import subprocess
 import tempfile
@@ -76,7 +75,7 @@ def main() -> None:
         raise SystemExit(aot.NO_COMPILER)
     batch, n = map(int, args.shape.lower().split("x"))
     shape = load_config(args.configs).for_arch(aot.SM90.arch).for_shape(batch, n)
-    plan = make_plan(batch, n, dataclasses.replace(shape))
+    plan = make_plan(batch, n, shape)
     if plan is None:
         raise SystemExit(f"{args.shape}: no plan (torch.geqrf answers)")
     matching = [

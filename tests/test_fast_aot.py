@@ -28,47 +28,37 @@ EXTRA_TRITONS = [site for site in os.environ.get("QRSUP_AOT_TRITONS", "").split(
 @pytest.mark.e2e
 @pytest.mark.parametrize("triton_site", [None, *EXTRA_TRITONS])
 def test_every_fast_kernel_compiles_for_sm90(tmp_path: Path, triton_site: str | None) -> None:
-    env = {name: value for name, value in os.environ.items() if name != "TRITON_INTERPRET"}
-    env["TRITON_CACHE_DIR"] = str(tmp_path / "triton")  # a cold compile, every run
-    if triton_site is not None:
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [triton_site, env.get("PYTHONPATH")]))
-    result = subprocess.run(
-        [sys.executable, "-m", "qrsup.kernels.fast.aot"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    if result.returncode == NO_COMPILER:
-        pytest.skip(result.stdout.strip())
-    assert result.returncode == 0, result.stdout + result.stderr[-4000:]
+    stdout = _compile_for_sm90(tmp_path, ["-m", "qrsup.kernels.fast.aot"], triton_site)
     if triton_site is not None:  # the compile ran under that Triton, not the environment's
-        assert f"(Triton {_version_in(Path(triton_site))})" in result.stdout, result.stdout
+        assert f"(Triton {_version_in(Path(triton_site))})" in stdout, stdout
 
 
 @pytest.mark.e2e
 def test_sass_mix_reads_a_panel_launchs_loop_without_a_gpu(tmp_path: Path) -> None:
     """scripts/sass_mix.py, which weighs a kernel change before a device session: the panel's
     step loop and ptxas's resources for the shipped 640×512 plan."""
-    env = {name: value for name, value in os.environ.items() if name != "TRITON_INTERPRET"}
-    env["TRITON_CACHE_DIR"] = str(tmp_path / "triton")
     script = Path(__file__).resolve().parents[1] / "scripts" / "sass_mix.py"
-    args = ["--shape", "640x512", "--kernel", "qr_panel_kernel"]
+    args = [str(script), "--shape", "640x512", "--kernel", "qr_panel_kernel"]
+    stdout = _compile_for_sm90(tmp_path, args)
+    assert re.search(r"Used \d+ registers", stdout), stdout
+    loops = re.findall(r"loop 0x[0-9a-f]+–0x[0-9a-f]+: (\d+) instructions", stdout)
+    assert loops and all(int(count) > 50 for count in loops), stdout
+
+
+def _compile_for_sm90(tmp_path: Path, args: list[str], triton_site: str | None = None) -> str:
+    """stdout of `python ARGS` run with the interpreter off and a cold Triton cache (and
+    `triton_site` first on the path); skips where no CUDA compiler is found (exit 77)."""
+    env = {name: value for name, value in os.environ.items() if name != "TRITON_INTERPRET"}
+    env["TRITON_CACHE_DIR"] = str(tmp_path / "triton")  # a cold compile, every run
+    if triton_site is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [triton_site, env.get("PYTHONPATH")]))
     result = subprocess.run(
-        [sys.executable, str(script), *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
+        [sys.executable, *args], env=env, capture_output=True, text=True, timeout=600, check=False
     )
     if result.returncode == NO_COMPILER:
         pytest.skip(result.stdout.strip())
     assert result.returncode == 0, result.stdout + result.stderr[-4000:]
-    assert re.search(r"Used \d+ registers", result.stdout), result.stdout
-    loops = re.findall(r"loop 0x[0-9a-f]+–0x[0-9a-f]+: (\d+) instructions", result.stdout)
-    assert loops and all(int(count) > 50 for count in loops), result.stdout
+    return result.stdout
 
 
 def _version_in(site: Path) -> str:
