@@ -60,15 +60,12 @@ INNER_TWO_PASS = {"inner_update_two_pass": True}
 BOTH_TWO_PASS = {**TWO_PASS, **INNER_TWO_PASS}
 # H stored by columns: Vᵀ·C and VᵀV run along contiguous rows; panels read a row-major copy.
 COLUMN_MAJOR = {"column_major": True}
-# Eager launches past Triton's dispatch after the first call (launches.py), instead of a graph.
-DIRECT = {"graph": False, "direct_launch": True}
 
 # Knob changes tried per shape class, each against the class's shipped point. Every class with a
 # relaxed precision lists SAFE (3×TF32 everywhere) so that some variant passes with margin.
 VARIANTS: dict[str, list[dict[str, object]]] = {
     "single-panel": [{"graph": True}],
     "small": [
-        DIRECT,
         COLUMN_MAJOR,
         {**COLUMN_MAJOR, "update_stages": 1},
         BOTH_TWO_PASS,
@@ -84,9 +81,8 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
     ],
     "medium": [
         {"graph": True},
-        DIRECT,
-        # An inner update covers 48, 32 or 16 columns: 64-wide tiles leave half of them masked.
-        {"inner_update_block_n": 32},
+        # An inner update covers 48, 32 or 16 columns: 64-wide tiles left half of them masked.
+        {"inner_update_block_n": 64},
         {"inner_update_block_n": 16},
         COLUMN_MAJOR,
         {**COLUMN_MAJOR, "update_stages": 2},
@@ -133,8 +129,7 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         # Eager launches, the point before graph replay: ~200 launches and panel copies a call
         # left 60×1024 host-bound at 5.7–15.4 ms from one run to the next.
         {"graph": False},
-        DIRECT,
-        {"inner_update_block_n": 32},
+        {"inner_update_block_n": 64},
         {"inner_update_block_n": 16},
         COLUMN_MAJOR,
         {**COLUMN_MAJOR, "update_stages": 2},
@@ -166,7 +161,6 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         {"update_split_below": 132},
     ],
     "large": [
-        DIRECT,
         COLUMN_MAJOR,
         {**COLUMN_MAJOR, "update_library": "triton"},
         {**BOTH_TWO_PASS, "update_library": "triton", "update_split_below": 0},
@@ -185,7 +179,6 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         {"panel_split_rows": 128, "panel_width": 16},
     ],
     "huge": [
-        DIRECT,
         COLUMN_MAJOR,
         CUBLAS,
         STAGES_1,

@@ -23,7 +23,6 @@ from qrsup.kernels.fast.config import DEFAULT_CONFIGS, dump_config, load_config
 from qrsup.kernels.fast.driver import Buffers, l2_hints, run_plan
 from qrsup.kernels.fast.geqrf import FastGeqrf, NonFiniteInputError, geqrf
 from qrsup.kernels.fast.interpret import patch_scalar_index
-from qrsup.kernels.fast.launches import DirectLaunches, launch, parameters_in_order
 from qrsup.kernels.fast.library_update import cublas_precision
 from qrsup.kernels.fast.panel import qr_panel_kernel
 from qrsup.kernels.fast.plan import (
@@ -39,7 +38,6 @@ from qrsup.kernels.fast.plan import (
     next_pow2,
 )
 from qrsup.kernels.fast.products import split_tf32
-from qrsup.kernels.fast.scale import qr_amax_kernel
 from qrsup.kernels.fast.single_launch import single_panel
 from qrsup.kernels.fast.tfactor import qr_gram_kernel, qr_tfactor_kernel
 from qrsup.kernels.fast.update import qr_update_kernel
@@ -364,54 +362,6 @@ def test_graph_replay_gives_fresh_outputs_equal_to_eager(tmp_path: Path) -> None
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-@pytest.mark.parametrize(("batch", "n"), [(40, 176), (16, 512), (4, 1024), (2, 2048)])
-def test_direct_launches_equal_triton_dispatch_call_after_call(
-    tmp_path: Path, batch: int, n: int
-) -> None:
-    """`direct_launch` replays the compiled kernels its first call recorded: every later call,
-    on fresh inputs and on a transposed one (its own recording), gives the eager factors
-    exactly, across the classes' plans (look-ahead, blocks, row-split and cuBLAS updates)."""
-    (tmp_path / "eager").mkdir()
-    eager = _solver_with(tmp_path / "eager", graph=False)
-    direct = _solver_with(tmp_path, graph=False, direct_launch=True)
-    inputs = [*torch.randn(3, batch, n, n, device="cuda"), torch.randn(batch, n, n).cuda().mT]
-    for a in [*inputs, *inputs]:
-        h, tau = direct(a)
-        h_eager, tau_eager = eager(a)
-        assert torch.equal(h, h_eager) and torch.equal(tau, tau_eager)
-
-
-def test_direct_launch_passes_every_parameter_in_order_and_refuses_another_launch_order() -> None:
-    """A compiled kernel takes every parameter positionally, constexprs too; and a replay whose
-    launches come in another order than the recorded ones stops instead of running the wrong
-    binary (the recording here runs in the interpreter, which returns no compiled kernel)."""
-    x = torch.randn(16, device=DEVICE)
-    hi, lo = torch.empty_like(x), torch.empty_like(x)
-    ordered = parameters_in_order(_split_tf32_kernel, (x, hi), {"N": 16, "lo_ptr": lo})
-    assert ordered[:3] == [x, hi, lo] and ordered[3] == 16
-    with pytest.raises(TypeError, match="no value for N"):
-        parameters_in_order(_split_tf32_kernel, (x, hi, lo), {})
-    replay = DirectLaunches()
-    with replay.active():
-        launch(_split_tf32_kernel, (1,), x, hi, lo, N=16)
-    assert torch.equal(hi + lo, x)
-    wrong_order = pytest.raises(RuntimeError, match="_split_tf32_kernel, asked for qr_amax")
-    with wrong_order, replay.active():
-        launch(qr_amax_kernel, (1, 1), x, hi, 4, 1, 1, 1, BLOCK_R=4, BLOCK_C=4)
-
-
-def test_direct_launch_is_triton_dispatch_on_the_cpu(tmp_path: Path) -> None:
-    """The interpreter has no compiled kernels to replay: the knob leaves CPU tensors to
-    Triton's dispatch, with the same factors."""
-    a = torch.randn(2, 40, 40, device=DEVICE)
-    (tmp_path / "eager").mkdir()
-    h, tau = _solver_with(tmp_path, direct_launch=True)(a)
-    h_eager, tau_eager = _solver_with(tmp_path / "eager", direct_launch=False)(a)
-    assert torch.equal(h, h_eager) and torch.equal(tau, tau_eager)
-
-
-@pytest.mark.gpu
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_single_panel_launch_equals_the_plans_launch_for_any_layout() -> None:
     """The dispatch-free launch keeps one compiled kernel per layout: a transposed input and a
     misaligned one (a view one float in) must each get their own, and every call fresh outputs."""
@@ -484,15 +434,18 @@ def test_fused_path_blockings_match_torch_geqrf(tmp_path: Path, knobs: dict[str,
     assert torch.allclose(torch.triu(h).cpu().abs(), torch.triu(h_ref).abs(), atol=1e-3)
 
 
-@pytest.mark.parametrize("magnitude", [1e-30, 1e30])
+@pytest.mark.parametrize("magnitude", [2.0**-100, 2.0**100])
 def test_fused_path_rescales_extreme_magnitudes_exactly(tmp_path: Path, magnitude: float) -> None:
+    """Powers of two scale exactly, so the prescale must give the same factors bit for bit (a
+    decimal magnitude rounds the input, and an unlucky random matrix amplified that past any
+    fixed tolerance)."""
     solver = _solver_with(tmp_path, **FUSED, **FUSED_TILES)
     base = torch.randn(2, 40, 40, device=DEVICE)
     h_ref, tau_ref = solver(base)
     h, tau = solver(base * magnitude)
     _assert_passes(base * magnitude, h, tau)
-    assert torch.allclose(tau, tau_ref, atol=1e-5)
-    assert torch.allclose(torch.triu(h) / magnitude, torch.triu(h_ref), rtol=1e-4, atol=1e-4)
+    assert torch.equal(tau, tau_ref)
+    assert torch.equal(torch.triu(h) / magnitude, torch.triu(h_ref))
 
 
 def test_fused_path_reads_strided_input_and_flags_nan(tmp_path: Path) -> None:

@@ -112,10 +112,6 @@ class ShapeConfig:
     contract over, while V·W's operand V turns row-strided. Every kernel takes H's strides; the
     panels alone read a row-major copy of their columns (driver.py), since Triton lays a tile
     loaded down contiguous rows out along them and the panel's steps then cost 1.7–3× more."""
-    direct_launch: bool
-    """Launch an eager plan's compiled kernels straight from the host after its first call,
-    past Triton's dispatch (launches.py): no waiting on the host as with eager launches, and no
-    copies of A and H as with a CUDA graph (`graph` takes precedence)."""
     update_l2_hints: bool
     """Tell L2 what the fused update reads again (V, and C until its second walk: kept) and
     what it does not (C's second read and its stores: evicted first), so the matrices passing

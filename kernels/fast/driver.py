@@ -11,7 +11,6 @@ import triton
 
 from .block import qr_block_kernel
 from .fused import qr_fused_kernel
-from .launches import launch
 from .library_update import library_update, scale_of
 from .lookahead import qr_lookahead_kernel
 from .panel import qr_panel_kernel
@@ -96,7 +95,7 @@ def prescale(a: torch.Tensor, plan: Plan, out: Buffers) -> None:
     out.amax.zero_()
     grid = (plan.batch, triton.cdiv(plan.n, AMAX_BLOCK_R))
     blocks = dict(BLOCK_R=AMAX_BLOCK_R, BLOCK_C=AMAX_BLOCK_C)
-    launch(qr_amax_kernel, grid, a, out.amax, plan.n, *a.stride(), **blocks)
+    qr_amax_kernel[grid](a, out.amax, plan.n, *a.stride(), **blocks)
     if plan.library_updates:
         out.scale.copy_(scale_of(out.amax))
 
@@ -125,7 +124,7 @@ def _t_at(plan: Plan, out: Buffers, slot: int, offset: int) -> torch.Tensor:
 
 def _fused(a: torch.Tensor, plan: Plan, op: FusedOp, out: Buffers) -> None:
     shape, h, t = plan.shape, out.h, out.t
-    launch(qr_fused_kernel, (plan.batch,),
+    qr_fused_kernel[(plan.batch,)](
         a, h, out.tau, t, out.amax, plan.n, *a.stride(), h.stride(0), h.stride(1),
         out.tau.stride(0), t.stride(0),
         ROWS0=op.rows[0], ROWS1=op.rows[1], ROWS2=op.rows[2], NB=op.nb, KB=op.kb,
@@ -151,7 +150,7 @@ def _panel_source(a: torch.Tensor, plan: Plan, op: PanelOp, out: Buffers) -> tor
 
 def _panel(src: torch.Tensor, plan: Plan, op: PanelOp, out: Buffers, single: bool) -> None:
     t = _t_at(plan, out, op.t_slot, op.t_offset)
-    launch(qr_panel_kernel, (plan.batch,),
+    qr_panel_kernel[(plan.batch,)](
         src, out.h, out.tau, t, out.amax, plan.n, op.col,
         *src.stride(), *out.h.stride(), out.tau.stride(0), t.stride(0), t.stride(1),
         BLOCK_M=op.block_m, NB=op.nb, SELF_SCALE=single,
@@ -165,16 +164,16 @@ def _split_panel(src: torch.Tensor, plan: Plan, op: SplitPanelOp, out: Buffers) 
     x, k = q, q[:, op.slabs * op.nb * op.nb :]  # X_s, then K_s, per matrix
     span = (plan.n, op.col, op.slab_rows)
     pair = plan.shape.panel_pair_reduce and src.is_cuda
-    launch(qr_slab_kernel, (plan.batch, op.slabs),
+    qr_slab_kernel[(plan.batch, op.slabs)](
         src, h, x, out.amax, *span, *src.stride(), *h.stride(), q.stride(0),
         SLAB_M=op.slab_m, NB=op.nb, PAIR_REDUCE=pair, num_warps=op.slab_warps,
     )  # fmt: skip
-    launch(qr_slab_join_kernel, (plan.batch,),
+    qr_slab_join_kernel[(plan.batch,)](
         h, out.tau, t, x, k, out.amax, *span, op.slabs, *h.stride(), out.tau.stride(0),
         t.stride(0), t.stride(1), q.stride(0), q.stride(0),
         STACK_M=op.stack_m, NB=op.nb, PAIR_REDUCE=pair, num_warps=op.join_warps,
     )  # fmt: skip
-    launch(qr_slab_rebuild_kernel, (plan.batch, op.slabs),
+    qr_slab_rebuild_kernel[(plan.batch, op.slabs)](
         h, x, k, *span, *h.stride(), q.stride(0), q.stride(0),
         SLAB_M=op.slab_m, NB=op.nb, num_warps=REBUILD_WARPS,
     )  # fmt: skip
@@ -196,7 +195,7 @@ def _update(src: torch.Tensor, plan: Plan, op: UpdateOp, out: Buffers) -> None:
     span = (plan.n, op.col, op.nb, op.c_start, op.c_end)
     w = out.w
     if op.two_pass:
-        launch(qr_update_tw_kernel, (plan.batch * col_blocks,),
+        qr_update_tw_kernel[(plan.batch * col_blocks,)](
             src, h, t, w, out.amax, *span, *src.stride(), *h.stride(), t.stride(0), t.stride(1),
             w.stride(0), w.stride(1), num_stages=shape.update_stages, KEEP=hints["KEEP"],
             **tiles,
@@ -204,18 +203,18 @@ def _update(src: torch.Tensor, plan: Plan, op: UpdateOp, out: Buffers) -> None:
     elif op.slab_rows:
         w.zero_()
         slabs = triton.cdiv(plan.n - op.col, op.slab_rows)
-        launch(qr_update_w_kernel, (plan.batch, col_blocks, slabs),
+        qr_update_w_kernel[(plan.batch, col_blocks, slabs)](
             src, h, w, out.amax, *span, op.slab_rows, *src.stride(), *h.stride(),
             w.stride(0), w.stride(1), num_stages=shape.update_stages, **tiles,
         )  # fmt: skip
     else:
-        launch(qr_update_kernel, (plan.batch * col_blocks,),
+        qr_update_kernel[(plan.batch * col_blocks,)](
             src, h, t, out.amax, *span, *src.stride(), *h.stride(), t.stride(0), t.stride(1),
             num_stages=shape.update_stages, **tiles, **apply, **hints,
         )  # fmt: skip
         return
     row_blocks = triton.cdiv(plan.n - op.col, op.block_m)
-    launch(qr_update_apply_kernel, (plan.batch * row_blocks * col_blocks,),
+    qr_update_apply_kernel[(plan.batch * row_blocks * col_blocks,)](
         src, h, w, t, out.amax, *span, *src.stride(), *h.stride(),
         w.stride(0), w.stride(1), t.stride(0), t.stride(1), W_HAS_T=op.two_pass, **tiles,
         **apply,
@@ -233,7 +232,7 @@ def _lookahead(src: torch.Tensor, plan: Plan, op: LookaheadOp, out: Buffers) -> 
     t = _t_at(plan, out, up.t_slot, up.t_offset)
     tp = _t_at(plan, out, panel.t_slot, panel.t_offset)
     rest = triton.cdiv(max(0, up.c_end - op.rest_start), up.block_n)
-    launch(qr_lookahead_kernel, (plan.batch, 1 + rest),
+    qr_lookahead_kernel[(plan.batch, 1 + rest)](
         src, h, out.tau, t, tp, out.amax, plan.n, up.col, up.nb, panel.col, up.c_end,
         *src.stride(), *h.stride(), out.tau.stride(0), t.stride(0), t.stride(1),
         NBP=up.dot_width, BM=up.block_m, BN=up.block_n,
@@ -247,7 +246,7 @@ def _lookahead(src: torch.Tensor, plan: Plan, op: LookaheadOp, out: Buffers) -> 
 def _block(src: torch.Tensor, plan: Plan, op: BlockOp, out: Buffers) -> None:
     shape, h = plan.shape, out.h
     t = _t_at(plan, out, op.t_slot, 0)
-    launch(qr_block_kernel, (plan.batch,),
+    qr_block_kernel[(plan.batch,)](
         src, h, out.tau, t, out.amax, plan.n, op.col, op.width, *src.stride(), *h.stride(),
         out.tau.stride(0), t.stride(0), t.stride(1),
         PANEL_M=op.panel_m, NB=op.nb, NBP=dot_width(op.nb), KBP=op.dot_width,
@@ -264,11 +263,11 @@ def _tfactor(plan: Plan, op: TFactorOp, out: Buffers) -> None:
     tiles = dict(KBP=op.dot_width, BM=shape.update_block_m, PRECISION=shape.t_precision)
     slabs = triton.cdiv(plan.n - op.col, op.gram_rows) if op.gram_rows else 0
     if slabs:
-        launch(qr_gram_kernel, (plan.batch, slabs),
+        qr_gram_kernel[(plan.batch, slabs)](
             h, g, plan.n, op.col, op.width, op.gram_rows, *h.stride(), g.stride(0),
             num_warps=op.warps, **tiles,
         )  # fmt: skip
-    launch(qr_tfactor_kernel, (plan.batch,),
+    qr_tfactor_kernel[(plan.batch,)](
         h, t, g, plan.n, op.col, op.width, op.nb, slabs, *h.stride(), t.stride(0), t.stride(1),
         g.stride(0), FROM_PARTS=bool(slabs), num_warps=op.warps, **tiles,
     )  # fmt: skip

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import functools
 
 import torch
@@ -12,9 +11,8 @@ from .config import Config, load_config
 from .driver import Buffers, run_plan
 from .graphs import GraphCache
 from .interpret import patch_scalar_index
-from .launches import DirectLaunches
 from .plan import Plan, make_plan
-from .single_launch import ALIGNMENT_BYTES, SinglePanelLaunch, single_panel
+from .single_launch import SinglePanelLaunch, single_panel
 
 
 class NonFiniteInputError(ValueError):
@@ -27,7 +25,6 @@ class FastGeqrf:
     def __init__(self, config: Config) -> None:
         self.config = config
         self._graphs = GraphCache()
-        self._direct: dict[tuple[object, ...], DirectLaunches] = {}
         # Per (device, batch, n): the plan, and its dispatch-free launch where it has one.
         self._plans: dict[tuple[int, int, int], tuple[Plan | None, SinglePanelLaunch | None]] = {}
 
@@ -51,20 +48,11 @@ class FastGeqrf:
             h, tau, amax = static.h.clone(), static.tau.clone(), static.amax
         else:
             out = Buffers.allocate(a, plan)
-            with self._launches(a, plan):
-                run_plan(a, plan, out)
+            run_plan(a, plan, out)
             h, tau, amax = out.h, out.tau, out.amax
         if check_finite and not bool(torch.isfinite(amax).all()):
             raise NonFiniteInputError("geqrf: A contains NaN or Inf")
         return h, tau
-
-    def _launches(self, a: torch.Tensor, plan: Plan) -> contextlib.AbstractContextManager:
-        """Where the eager launches go: past Triton's dispatch with `direct_launch` on a GPU,
-        their compiled kernels kept per plan and A's layout (launches.py); else through it."""
-        if not (plan.shape.direct_launch and a.is_cuda):
-            return contextlib.nullcontext()
-        key = (plan, a.get_device(), a.stride(), a.data_ptr() % ALIGNMENT_BYTES)
-        return self._direct.setdefault(key, DirectLaunches()).active()
 
     def _plan(
         self, device_index: int, batch: int, n: int
