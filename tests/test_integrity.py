@@ -63,6 +63,38 @@ def test_far_beyond_the_allowance_stops_early_but_a_near_miss_does_not():
     assert not _far_beyond(honest)
 
 
+def _stalled(cycles: list[Cycle], every: int, stall_ms: float) -> list[Cycle]:
+    """The same repetitions with `stall_ms` more harness time in every `every`-th one."""
+    return [
+        replace(c, cycle_ns=c.cycle_ns + stall_ms * MS) if i % every == 0 else c
+        for i, c in enumerate(cycles)
+    ]
+
+
+def test_work_hidden_in_a_third_of_the_cycles_fails_on_their_mean_though_the_median_is_clean():
+    stalled = judge_integrity(
+        _stalled(_cycles(0.1, 0.0, 0.0, 90), 3, 30.0), BASELINE, CPU_TOLERANCE
+    )
+    assert not stalled.ok
+    assert (stalled.clock, stalled.statistic) == ("wall-clock", "trimmed mean")
+    assert "wall-clock accounting" in stalled.reason and "(trimmed mean)" in stalled.reason
+    # The cycles' mean less the dearest 4 of the 90: 26 stalls of 30 ms over 86 cycles.
+    assert stalled.unaccounted_ns == pytest.approx(26 * 30 * MS / 86)
+
+
+def test_a_busy_hosts_rare_long_stalls_are_trimmed_from_the_mean():
+    rare = judge_integrity(_stalled(_cycles(0.1, 0.0, 0.0, 90), 30, 500.0), BASELINE, CPU_TOLERANCE)
+    assert rare.ok, rare.reason
+    assert rare.statistic == "median" and rare.unaccounted_ns == 0.0
+
+
+def test_too_few_cycles_for_a_mean_are_judged_by_their_median_alone():
+    few = judge_integrity(_stalled(_cycles(0.1, 0.0, 0.0, 7), 3, 30.0), BASELINE, CPU_TOLERANCE)
+    assert few.ok, few.reason
+    enough = judge_integrity(_stalled(_cycles(0.1, 0.0, 0.0, 8), 3, 30.0), BASELINE, CPU_TOLERANCE)
+    assert not enough.ok and enough.statistic == "trimmed mean"
+
+
 def test_integrity_is_looked_at_early_on_a_doubling_schedule():
     assert [n for n in range(1, 70) if _abort_check_due(n)] == [4, 8, 16, 32, 64]
 
