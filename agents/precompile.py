@@ -81,7 +81,7 @@ class Precompiler:
 
 
 class CompileServer:
-    """The warm compiler's process, in a session of its own with its workers, at a low
+    """The warm compiler's process, in a process group of its own with its workers, at a low
     priority, so another agent's judge on this host keeps its CPU."""
 
     def __init__(self, process: subprocess.Popen, log: Path) -> None:
@@ -105,7 +105,11 @@ class CompileServer:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=sink,
-                start_new_session=True,  # its compiler workers go with it
+                # A group of its own, so that a hold stops its compiler workers with it, in the
+                # agent's session: should the agent die while they are held, the kernel sends
+                # the group, orphaned then, SIGHUP and SIGCONT, which ends even a worker
+                # stopped before it could ask to die with its parent.
+                process_group=0,
             )
         # Before it forks its workers (after its imports), which inherit the priority.
         with contextlib.suppress(ProcessLookupError):

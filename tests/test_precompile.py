@@ -300,15 +300,12 @@ def test_a_held_compile_and_its_workers_end_when_the_agent_that_started_it_dies(
         [
             sys.executable,
             "-c",
-            "import json, os, subprocess, sys, time\n"
-            "compile = subprocess.Popen([sys.executable, '-m',"
-            " 'qrsup.kernels.fast.precompile_server', '--arch=90', '--workers=2',"
-            " f'--parent={os.getpid()}'], stdin=subprocess.PIPE, start_new_session=True)\n"
-            f"job = {{'id': 'c-1', 'configs': {str(CONFIGS)!r},"
-            f" 'cache': {str(tmp_path / 'triton')!r}, 'shapes': [[64, 512], [8, 2048]]}}\n"
-            "compile.stdin.write((json.dumps(job) + '\\n').encode())\n"
-            "compile.stdin.flush()\n"
-            "print(compile.pid, flush=True)\n"
+            "import pathlib, sys, time\n"
+            "from qrsup.agents.precompile import CompileServer\n"
+            f"server = CompileServer.start(90, 2, pathlib.Path({str(tmp_path)!r}))\n"
+            f"server.submit({{'id': 'c-1', 'configs': {str(CONFIGS)!r},"
+            f" 'cache': {str(tmp_path / 'triton')!r}, 'shapes': [[64, 512], [8, 2048]]}})\n"
+            "print(server.process.pid, flush=True)\n"
             "time.sleep(600)\n",
         ],
         env=_compiled_env(),
@@ -317,8 +314,11 @@ def test_a_held_compile_and_its_workers_end_when_the_agent_that_started_it_dies(
     )
     try:
         compiler = psutil.Process(int(agent.stdout.readline()))
-        workers = wait_for(lambda: compiler.children(), 120, "the compiler's workers")
+        wait_for(lambda: compiler.children(), 120, "the compiler's workers")
         os.killpg(compiler.pid, signal.SIGSTOP)  # held, as while the judge times
+        group = [compiler, *compiler.children()]
+        wait_for(lambda: all(p.status() == psutil.STATUS_STOPPED for p in group), 30, "the hold")
+        workers = group[1:]
         agent.kill()
         agent.wait()
         gone = psutil.wait_procs([compiler, *workers], timeout=10)[0]
