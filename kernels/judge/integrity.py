@@ -35,9 +35,9 @@ nothing is excused there.
 
 A median alone lets hidden work through in a minority of the cycles: a thread that held the
 interpreter's lock for 30 ms after a third of the windows left the median untouched and passed
-two runs in twelve. The plain cycles' mean is judged against the same allowance too, less the
-dearest 5% of them (at least one): a busy host's rare long stall is noise, work hidden in every
-third cycle is not.
+two runs in twelve. Each group's mean (plain cycles, exported ones), from 8 cycles on, is judged
+against the same allowance too, less the dearest 5% of them (at least one): a busy host's rare
+long stall is noise, work hidden in every third cycle is not.
 """
 
 from __future__ import annotations
