@@ -48,7 +48,7 @@ run_step() {
     cheaters_busy | cheaters_flicker) step $1 150 python -m pytest -q -rA -m gpu tests/test_judge_cheaters.py -p no:cacheprovider ;;
     profile) step $1 90 "${qrsup[@]}" profile $fast --spec 3 ;;
     pytest_gpu) step $1 300 python -m pytest -q -m gpu tests -p no:cacheprovider ;;
-    cheater_verdict) step $1 150 python scripts/measure_cheater_verdict.py --runs 1 ;;
+    cheater_verdict | cheater_verdict_busy) step $1 150 python scripts/measure_cheater_verdict.py --runs 2 ;;
     *) echo "unknown step: $1" >&2; exit 2 ;;
   esac
 }

@@ -20,7 +20,12 @@ from qrsup.kernels.judge.integrity import (
     stretch_by_phase,
     window_waits_ns,
 )
-from qrsup.kernels.judge.referee import _abort_check_due, _far_beyond, _launch_wait_ns
+from qrsup.kernels.judge.referee import (
+    _abort_check_due,
+    _far_beyond,
+    _launch_wait_ns,
+    abort_factor,
+)
 
 MS = 1_000_000
 BASELINE = CycleBaseline(cycle_ns=2 * MS, export_cycle_ns=3 * MS, jitter_ns=0.1 * MS)
@@ -57,10 +62,21 @@ def test_a_wait_explains_only_itself_not_more_hidden_work():
 def test_far_beyond_the_allowance_stops_early_but_a_near_miss_does_not():
     gross = judge_integrity(_cycles(0.1, 20.0, 0.0, count=4), BASELINE, CUDA_TOLERANCE)
     near = judge_integrity(_cycles(0.1, 1.8, 0.0, count=4), BASELINE, CUDA_TOLERANCE)
-    assert not gross.ok and _far_beyond(gross)
-    assert not near.ok and not _far_beyond(near)
+    assert not gross.ok and _far_beyond(gross, 4)
+    assert not near.ok and not _far_beyond(near, 4)
     honest = judge_integrity(_cycles(0.1, 0.0, 0.0, count=4), BASELINE, CUDA_TOLERANCE)
-    assert not _far_beyond(honest)
+    assert not _far_beyond(honest, 4)
+
+
+def test_the_early_look_asks_less_margin_as_the_cycles_accumulate():
+    """2.7× the allowance (the side-queue cheater beside a busy host) runs on at the first look
+    and stops at the second; 1.2× never stops early, however many cycles."""
+    assert [round(abort_factor(n), 2) for n in (4, 8, 16, 32, 64)] == [3.0, 2.12, 1.5, 1.5, 1.5]
+    stretched = judge_integrity(_cycles(0.1, 4.3, 0.0, count=8), BASELINE, CUDA_TOLERANCE)
+    assert stretched.unaccounted_ns / stretched.allowed_ns == pytest.approx(2.7, abs=0.05)
+    assert not _far_beyond(stretched, 4) and _far_beyond(stretched, 8)
+    slight = judge_integrity(_cycles(0.1, 1.9, 0.0, count=64), BASELINE, CUDA_TOLERANCE)
+    assert not slight.ok and not _far_beyond(slight, 64)
 
 
 def _stalled(cycles: list[Cycle], every: int, stall_ms: float) -> list[Cycle]:
@@ -145,7 +161,7 @@ def test_a_failure_is_named_by_the_accounting_furthest_beyond_its_allowance():
     verdict = judge_integrity(_side_queue_cycles(4.0), WINDOW_BASELINE, CUDA_TOLERANCE)
     assert not verdict.ok and verdict.clock == "timed-window"
     assert verdict.unaccounted_ns == pytest.approx(4.0 * MS)
-    assert _far_beyond(verdict)
+    assert _far_beyond(verdict, 4)
 
 
 def test_an_honest_window_and_a_busy_hosts_toll_in_it_pass():

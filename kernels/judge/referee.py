@@ -61,6 +61,7 @@ OTHER_THREADS_SLACK_NS = 2_000_000
 OTHER_THREADS_SHARE = 0.1
 ABORT_MIN_CYCLES = 4
 ABORT_FACTOR = 3.0
+ABORT_FLOOR = 1.5
 FAILURE_STATUS = {
     "error": "error",
     "timeout": "timeout",
@@ -451,7 +452,8 @@ class Referee:
             if cycle.exported:
                 self._check_exported(outcome, seeds)
             if not finished and _abort_check_due(len(cycles)):
-                finished = _far_beyond(judge_integrity(cycles, self.baselines[spec], tolerance))
+                verdict = judge_integrity(cycles, self.baselines[spec], tolerance)
+                finished = _far_beyond(verdict, len(cycles))
         return durations, cycles
 
     def _discard_export(self) -> None:
@@ -534,9 +536,20 @@ def _abort_check_due(cycles: int) -> bool:
     return cycles >= ABORT_MIN_CYCLES and cycles & (cycles - 1) == 0
 
 
-def _far_beyond(verdict: IntegrityVerdict) -> bool:
-    """Unaccounted time so far past the allowance that more repetitions cannot change the
-    verdict: a spec hiding its work fails in seconds, not at the stopping rule's time cap."""
-    wall = verdict.unaccounted_ns > ABORT_FACTOR * verdict.allowed_ns
-    cpu = verdict.cpu_unaccounted_ns > ABORT_FACTOR * verdict.cpu_allowed_ns
+def abort_factor(cycles: int) -> float:
+    """How far past its allowance a spec must be after `cycles` repetitions to stop early: 3×
+    at the first look, less as the median rests on more cycles (÷√2 a doubling), never under
+    1.5×. With one fixed 3×, the side-queue cheater beside one busy loop per core on an H200
+    stood at 2.7× (its hidden work partly overlapped its slowed launching) and ran on past the
+    first look; its verdict took 34 s."""
+    return max(ABORT_FLOOR, ABORT_FACTOR * math.sqrt(ABORT_MIN_CYCLES / cycles))
+
+
+def _far_beyond(verdict: IntegrityVerdict, cycles: int) -> bool:
+    """Unaccounted time so far past the allowance after `cycles` repetitions that more cannot
+    change the verdict: a spec hiding its work fails in seconds, not at the stopping rule's
+    time cap."""
+    factor = abort_factor(cycles)
+    wall = verdict.unaccounted_ns > factor * verdict.allowed_ns
+    cpu = verdict.cpu_unaccounted_ns > factor * verdict.cpu_allowed_ns
     return not verdict.ok and (wall or cpu)
