@@ -19,7 +19,7 @@ from qrsup.agents.incumbent import REPO_ROOT
 from qrsup.agents.judge_executor import session_executor
 from qrsup.agents.lifecycle import record_death
 from qrsup.agents.loop import ResearchAgent
-from qrsup.agents.precompile import Precompiler, device_arch
+from qrsup.agents.precompile import Precompiler
 from qrsup.agents.proposal import Proposer
 from qrsup.agents.proposers import CommandConfig, CommandProposer, ModelConfig, OpenAIProposer
 from qrsup.agents.records import AgentLog, append_event, replace_atomically
@@ -28,6 +28,7 @@ from qrsup.agents.settings import SettingsError, WorkspaceSettings, load_setting
 from qrsup.agents.spaces import space_for
 from qrsup.agents.store import Store
 from qrsup.agents.tuner import Sample, TunerProposer
+from qrsup.kernels.device_arch import device_arch
 from qrsup.kernels.executors.base import LOCAL, JudgeExecutor
 from qrsup.kernels.judge.triton_cache import shared
 from qrsup.kernels.schema import JUDGE_VERDICTS, Actor, EventKind, Verdict

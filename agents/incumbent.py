@@ -15,12 +15,12 @@ from qrsup.agents.git_workspace import (
     open_repo,
     read_incumbent,
 )
-from qrsup.agents.precompile import device_arch
 from qrsup.agents.records import AgentLog
 from qrsup.agents.session import RunPaths, SessionConfig
 from qrsup.agents.spaces import space_for
 from qrsup.agents.store import Store
 from qrsup.agents.tuner import source_hash
+from qrsup.kernels.device_arch import device_arch
 from qrsup.kernels.judge.locks import file_lock
 from qrsup.kernels.judge.report import JudgeReport
 from qrsup.kernels.schema import Candidate, Verdict

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from qrsup.agents.spaces import embedded_config
+from qrsup.kernels.compile_beside import lower_priority, spare_workers
+from qrsup.kernels.device_arch import device_arch
 from qrsup.kernels.fast.config import dump_config
 from qrsup.kernels.judge.processes import kill_child_tree
 from qrsup.kernels.judge.protocol import LineReader
@@ -29,7 +31,6 @@ from qrsup.kernels.schema import Candidate
 from qrsup.kernels.suites import Spec
 
 TIMEOUT_S = 300.0
-NICENESS = 10
 ANSWERED_POLL_S = 0.05  # how long a cancel looks for an answer already sent
 JUDGE_COMPILES = "the judge compiles instead"
 
@@ -49,8 +50,7 @@ class Precompiler:
         arch = device_arch(device)
         if arch is None:
             return None
-        # Half the cores: the judge's own processes and another agent's judge keep the rest.
-        return cls(cache, arch, work, max(1, (os.cpu_count() or 2) // 2))
+        return cls(cache, arch, work, spare_workers())
 
     def start(self, candidate: Candidate, specs: Sequence[Spec]) -> Compilation | None:
         """Start compiling the kernels the candidate launches for these specs' shapes; None
@@ -112,8 +112,7 @@ class CompileServer:
                 process_group=0,
             )
         # Before it forks its workers (after its imports), which inherit the priority.
-        with contextlib.suppress(ProcessLookupError):
-            os.setpriority(os.PRIO_PROCESS, process.pid, NICENESS)
+        lower_priority(process.pid)
         return cls(process, log)
 
     def alive(self) -> bool:
@@ -196,28 +195,3 @@ class Compilation:
         if self.server.reply(self.job, ANSWERED_POLL_S) is None:
             self.server.stop()
         self.configs.unlink(missing_ok=True)
-
-
-def device_arch(device: str) -> int | None:
-    """The compute capability (90 for an H100 or H200) of `cuda:N`, through NVML, which makes
-    no CUDA context; None without NVML or a GPU."""
-    if not device.startswith("cuda"):
-        return None
-    index = int(device.partition(":")[2] or 0)
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")
-    if visible[0] and index < len(visible) and visible[index].strip().isdigit():
-        index = int(visible[index])
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-    except Exception:  # no NVML library, or no driver
-        return None
-    try:
-        handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-        major, minor = pynvml.nvmlDeviceGetCudaComputeCapability(handle)
-        return 10 * major + minor
-    except pynvml.NVMLError:
-        return None
-    finally:
-        pynvml.nvmlShutdown()

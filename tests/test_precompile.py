@@ -22,8 +22,9 @@ from pathlib import Path
 import psutil
 import pytest
 from qrsup.agents.loop import compiles_beside
-from qrsup.agents.precompile import Compilation, Precompiler, device_arch
+from qrsup.agents.precompile import Compilation, Precompiler
 from qrsup.agents.spaces import FastKernelSpace
+from qrsup.kernels.device_arch import device_arch
 from qrsup.kernels.judge.triton_cache import MANAGER_ENV
 from qrsup.kernels.schema import Candidate, ProgressUpdate
 from qrsup.kernels.suites import Spec

@@ -28,6 +28,7 @@ class JudgeReport:
     candidate_output: str = ""
     isolation: dict[str, Any] = field(default_factory=dict)
     placement: dict[str, Any] = field(default_factory=dict)  # where a Ray executor ran it
+    seeded: str = ""  # what the shipped kernels' compile put in a new kept cache (shipped_seed)
 
     @property
     def passed(self) -> bool:

@@ -24,6 +24,7 @@ from qrsup.kernels.judge.manifest import changed_files
 from qrsup.kernels.judge.referee_process import RefereeProcess, read_output
 from qrsup.kernels.judge.report import JudgeReport
 from qrsup.kernels.judge.sandbox import IsolationSettings
+from qrsup.kernels.judge.shipped_seed import seed_if_it_pays
 from qrsup.kernels.judge.static_checks import (
     CONTEST_FORBIDDEN_WORDS,
     StaticCheck,
@@ -35,6 +36,7 @@ from qrsup.kernels.timing import STOPPING_RULES, inputs_per_repetition
 
 MIN_FILE_LIMIT_BYTES = 256 * 2**20  # room for the candidate's log and a profile trace
 TAMPERED_REASON = "the judge's own files changed since the session started"
+SEEDING = "compiling the shipped kernels"
 
 
 @dataclass(frozen=True)
@@ -168,6 +170,13 @@ def run_judge(
         if warm is not None:
             warm.close()
         return {**refused, **base}
+    seeded = seed_if_it_pays(
+        static.source,
+        config.triton_cache,
+        config.device,
+        [spec for specs in config.judged_specs() for spec in specs],
+        partial(on_progress, ProgressUpdate(phase=SEEDING)) if on_progress else None,
+    )
     device = "GPU" if config.device.startswith("cuda") else "CPU"
     waiting = ProgressUpdate(phase=f"waiting for the {device}")
     on_wait = partial(on_progress, waiting) if on_progress else None
@@ -192,6 +201,9 @@ def run_judge(
     phases["started_ahead"] = referee.handed_over - referee.started if referee is warm else 0.0
     if turns.path is not None:
         phases["device_wait"] = turns.waited_s
+    if seeded is not None:
+        phases["seed"] = seeded.seconds
+        data["seeded"] = seeded.summary
     data.pop("type", None)
     return {**data, **base, "candidate_output": output}
 

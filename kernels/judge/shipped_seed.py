@@ -1,0 +1,103 @@
+"""The shipped kernel's launches, compiled into a candidate's new kept cache before its first run.
+
+Most candidates are the shipped kernel changed in a few places, importing the rest of it as it
+is, and each launch compiled on the candidate's first call of a spec, one after another, inside
+the contestant: on an H200 the side-queue cheater (the shipped kernel on a second queue) spent
+15.9 s of a 33 s verdict compiling one 8×512 spec's kernels, and 1.3 s once they were kept.
+Here qrsup's own precompiler (`qrsup.kernels.fast.precompile`: the shipped configs file, no
+candidate code) compiles them beforehand, in parallel, into the cache the contestant is handed.
+Triton keys a kernel by its source and specialization, so a launch the candidate changed finds
+nothing here and compiles as before; what is compiled here is what the candidate would have
+compiled itself from the same sources.
+
+Only where it can pay: a CUDA judge whose kept cache is still empty (a source's first run; the
+tuner's shared cache is filled by the agent's own precompiler), for a source that imports the
+shipped kernels. It runs beside judges as the agent's precompiler does (`compile_beside.py`); a
+failure costs only its time, since the contestant compiles whatever is missing.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from qrsup.kernels.compile_beside import lower_priority, spare_workers
+from qrsup.kernels.device_arch import device_arch
+from qrsup.kernels.fast.config import DEFAULT_CONFIGS
+from qrsup.kernels.judge.processes import kill_child_tree
+from qrsup.kernels.suites import Spec
+
+SHIPPED_IMPORT = re.compile(r"\bqrsup\.kernels\b")
+TIMEOUT_S = 180.0
+
+
+@dataclass(frozen=True)
+class Seeded:
+    """What seeding did: the precompiler's summary line (or why it failed) and its time."""
+
+    summary: str
+    seconds: float
+
+
+def wants_seed(source: str, cache: Path | None, device: str) -> bool:
+    """Whether seeding can pay: a CUDA judge, a kept cache with nothing in it yet, and a
+    source that imports the shipped kernels."""
+    if cache is None or not device.startswith("cuda") or not SHIPPED_IMPORT.search(source):
+        return False
+    return not (cache.is_dir() and any(cache.iterdir()))
+
+
+def seed_if_it_pays(
+    source: str,
+    cache: Path | None,
+    device: str,
+    specs: Iterable[Spec],
+    on_start: Callable[[], None] | None = None,
+) -> Seeded | None:
+    """Compile the shipped configs' launches for these specs' shapes into `cache` where that
+    can pay (`wants_seed`); None where it cannot, where the device's architecture is unknown
+    (no NVML) or there is nothing to compile. `on_start` is told before the compile begins."""
+    if cache is None or not wants_seed(source, cache, device):
+        return None
+    arch = device_arch(device)
+    shapes = list(dict.fromkeys(f"--shape={spec.batch}x{spec.n}" for spec in specs))
+    if arch is None or not shapes:
+        return None
+    if on_start is not None:
+        on_start()
+    return run_precompiler(cache, arch, shapes)
+
+
+def run_precompiler(cache: Path, arch: int, shapes: list[str]) -> Seeded:
+    """The precompiler in a child process of its own group, ended with its children on a
+    timeout."""
+    command = [sys.executable, "-m", "qrsup.kernels.fast.precompile", str(DEFAULT_CONFIGS)]
+    command += [str(cache), f"--arch={arch}", f"--workers={spare_workers()}"]
+    command += [f"--parent={os.getpid()}"]
+    env = {name: value for name, value in os.environ.items() if name != "TRITON_INTERPRET"}
+    started = time.monotonic()
+    process = subprocess.Popen(
+        [*command, *shapes],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        process_group=0,
+    )
+    lower_priority(process.pid)
+    try:
+        output, errors = process.communicate(timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        kill_child_tree(process)
+        process.communicate()
+        return Seeded(f"no answer in {TIMEOUT_S:g} s", time.monotonic() - started)
+    # Its summary line, else its last words (an argument error, a trace's exception).
+    lines = output.strip().splitlines() or errors.strip().splitlines()[-1:]
+    summary = lines[0] if lines else f"exit status {process.returncode}"
+    return Seeded(summary, time.monotonic() - started)

@@ -1,0 +1,53 @@
+"""A candidate's new kept cache gets the shipped kernels' launches compiled into it before its
+first run, where that can pay, so that a candidate built on them does not compile them one after
+another inside its contestant. On a machine without a GPU the compile is for sm_90, with
+Triton's bundled ptxas (skipped where there is none). Like test_precompile.py, this module must
+not import Triton: the compiles run in child processes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from qrsup.kernels.judge.shipped_seed import run_precompiler, seed_if_it_pays, wants_seed
+from qrsup.kernels.suites import Spec
+
+from tests.test_precompile import _kernels, cuda_compiler  # noqa: F401 (a fixture)
+
+BUILT_ON_SHIPPED = "from qrsup.kernels.fast.geqrf import geqrf\n"
+
+
+def test_seeding_pays_only_for_a_cuda_judge_a_new_cache_and_a_source_on_the_shipped_kernels(
+    tmp_path: Path,
+):
+    new = tmp_path / "new"
+    assert wants_seed(BUILT_ON_SHIPPED, new, "cuda:0")
+    assert wants_seed("from qrsup.kernels import geqrf\n", new, "cuda")
+    assert not wants_seed(BUILT_ON_SHIPPED, new, "cpu")
+    assert not wants_seed("import torch\n", new, "cuda:0")
+    assert not wants_seed(BUILT_ON_SHIPPED, None, "cuda:0")
+    new.mkdir()
+    assert wants_seed(BUILT_ON_SHIPPED, new, "cuda:0"), "an empty directory is a new cache"
+    (new / "0123abcd").mkdir()
+    assert not wants_seed(BUILT_ON_SHIPPED, new, "cuda:0"), "a used cache is the source's own"
+
+
+def test_nothing_is_compiled_where_seeding_cannot_pay(tmp_path: Path):
+    started = []
+    specs = [Spec(4, 32, 1, "dense", 5)]
+    cache = tmp_path / "cache"
+    seeded = seed_if_it_pays("import torch\n", cache, "cuda:0", specs, lambda: started.append(1))
+    assert seeded is None and not started and not cache.exists()
+    assert seed_if_it_pays(BUILT_ON_SHIPPED, cache, "cpu", specs) is None
+
+
+def test_the_shipped_launches_are_compiled_into_the_cache(cuda_compiler, tmp_path: Path):  # noqa: F811
+    cache = tmp_path / "cache"
+    seeded = run_precompiler(cache, 90, ["--shape=4x32", "--shape=4x40"])
+    assert seeded.summary.startswith("precompiled "), seeded.summary
+    assert "failed" not in seeded.summary and seeded.seconds > 0
+    assert _kernels(cache), "no compiled kernel in the cache"
+
+
+def test_a_precompiler_that_fails_is_reported_not_raised(tmp_path: Path):
+    seeded = run_precompiler(tmp_path / "cache", 90, ["--shape=0x32"])
+    assert "usage" in seeded.summary or "error" in seeded.summary, seeded.summary
