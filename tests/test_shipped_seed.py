@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from qrsup.kernels.judge.shipped_seed import run_precompiler, seed_if_it_pays, wants_seed
+import psutil
+from qrsup.kernels.judge.shipped_seed import Seeding, start_seed_if_it_pays, wants_seed
 from qrsup.kernels.suites import Spec
 
 from tests.test_precompile import _kernels, cuda_compiler  # noqa: F401 (a fixture)
@@ -32,22 +33,31 @@ def test_seeding_pays_only_for_a_cuda_judge_a_new_cache_and_a_source_on_the_ship
 
 
 def test_nothing_is_compiled_where_seeding_cannot_pay(tmp_path: Path):
-    started = []
     specs = [Spec(4, 32, 1, "dense", 5)]
     cache = tmp_path / "cache"
-    seeded = seed_if_it_pays("import torch\n", cache, "cuda:0", specs, lambda: started.append(1))
-    assert seeded is None and not started and not cache.exists()
-    assert seed_if_it_pays(BUILT_ON_SHIPPED, cache, "cpu", specs) is None
+    assert start_seed_if_it_pays("import torch\n", cache, "cuda:0", specs) is None
+    assert start_seed_if_it_pays(BUILT_ON_SHIPPED, cache, "cpu", specs) is None
+    assert not cache.exists()
 
 
 def test_the_shipped_launches_are_compiled_into_the_cache(cuda_compiler, tmp_path: Path):  # noqa: F811
     cache = tmp_path / "cache"
-    seeded = run_precompiler(cache, 90, ["--shape=4x32", "--shape=4x40"])
+    seeding = Seeding.start(cache, 90, ["--shape=4x32", "--shape=4x40"])
+    assert cache.is_dir(), "made before the contestant's boundary mounts it"
+    seeded = seeding.wait()
     assert seeded.summary.startswith("precompiled "), seeded.summary
     assert "failed" not in seeded.summary and seeded.seconds > 0
     assert _kernels(cache), "no compiled kernel in the cache"
 
 
 def test_a_precompiler_that_fails_is_reported_not_raised(tmp_path: Path):
-    seeded = run_precompiler(tmp_path / "cache", 90, ["--shape=0x32"])
+    seeded = Seeding.start(tmp_path / "cache", 90, ["--shape=0x32"]).wait()
     assert "usage" in seeded.summary or "error" in seeded.summary, seeded.summary
+
+
+def test_a_seeding_stopped_midway_leaves_no_process(cuda_compiler, tmp_path: Path):  # noqa: F811
+    seeding = Seeding.start(tmp_path / "cache", 90, ["--shape=4x512", "--shape=4x1024"])
+    child = psutil.Process(seeding.process.pid)
+    seeding.stop()
+    assert not child.is_running() or child.status() == psutil.STATUS_ZOMBIE
+    assert seeding.process.returncode is not None

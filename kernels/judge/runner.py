@@ -24,7 +24,7 @@ from qrsup.kernels.judge.manifest import changed_files
 from qrsup.kernels.judge.referee_process import RefereeProcess, read_output
 from qrsup.kernels.judge.report import JudgeReport
 from qrsup.kernels.judge.sandbox import IsolationSettings
-from qrsup.kernels.judge.shipped_seed import seed_if_it_pays
+from qrsup.kernels.judge.shipped_seed import start_seed_if_it_pays
 from qrsup.kernels.judge.static_checks import (
     CONTEST_FORBIDDEN_WORDS,
     StaticCheck,
@@ -170,32 +170,34 @@ def run_judge(
         if warm is not None:
             warm.close()
         return {**refused, **base}
-    seeded = seed_if_it_pays(
-        static.source,
-        config.triton_cache,
-        config.device,
-        [spec for specs in config.judged_specs() for spec in specs],
-        partial(on_progress, ProgressUpdate(phase=SEEDING)) if on_progress else None,
-    )
+    specs = [spec for group in config.judged_specs() for spec in group]
+    seeding = start_seed_if_it_pays(static.source, config.triton_cache, config.device, specs)
+    if seeding is not None and on_progress is not None:
+        on_progress(ProgressUpdate(phase=SEEDING))
     device = "GPU" if config.device.startswith("cuda") else "CPU"
     waiting = ProgressUpdate(phase=f"waiting for the {device}")
     on_wait = partial(on_progress, waiting) if on_progress else None
     turns = DeviceTurns(config.device_turns or turn_file(config.device, os.environ), on_wait)
     launch = config.contestant_launch()
-    with turns.turn():
-        if warm is not None and not warm.ready_for(launch):
-            warm.close()
-            warm = None
-        referee = warm or RefereeProcess(launch)
-        try:
-            run = _run_config(candidate, static.source, config, extra or {})
-            key = secrets.token_bytes(32)
-            data = referee.judge(run, key, config.total_timeout_s(), on_progress)
-            output = read_output(referee.work_dir / "candidate-output.log")
-            for name, destination in (keep or {}).items():
-                _copy_out(referee.work_dir / name, destination)
-        finally:
-            referee.close()
+    try:
+        with turns.turn():
+            if warm is not None and not warm.ready_for(launch):
+                warm.close()
+                warm = None
+            referee = warm or RefereeProcess(launch)
+            try:
+                seeded = seeding.wait() if seeding is not None else None
+                run = _run_config(candidate, static.source, config, extra or {})
+                key = secrets.token_bytes(32)
+                data = referee.judge(run, key, config.total_timeout_s(), on_progress)
+                output = read_output(referee.work_dir / "candidate-output.log")
+                for name, destination in (keep or {}).items():
+                    _copy_out(referee.work_dir / name, destination)
+            finally:
+                referee.close()
+    finally:
+        if seeding is not None:
+            seeding.stop()  # ended already, unless the run failed before it waited
     phases = data.setdefault("phases_s", {})
     # How long its referee had been loading before the run began: 0 for one started for it.
     phases["started_ahead"] = referee.handed_over - referee.started if referee is warm else 0.0

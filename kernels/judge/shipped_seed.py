@@ -12,8 +12,11 @@ compiled itself from the same sources.
 
 Only where it can pay: a CUDA judge whose kept cache is still empty (a source's first run; the
 tuner's shared cache is filled by the agent's own precompiler), for a source that imports the
-shipped kernels. It runs beside judges as the agent's precompiler does (`compile_beside.py`); a
-failure costs only its time, since the contestant compiles whatever is missing.
+shipped kernels. It compiles while the referee starts (its imports, the contestant's), on half
+the cores as the agent's precompiler does (`compile_beside.py`) but at the judge's priority,
+since the judge waits for it: beside one busy loop per core on an H200, at the precompiler's low
+priority, it took 52 s. A failure costs only its time, since the contestant compiles whatever is
+missing.
 """
 
 from __future__ import annotations
@@ -23,11 +26,11 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from qrsup.kernels.compile_beside import lower_priority, spare_workers
+from qrsup.kernels.compile_beside import spare_workers
 from qrsup.kernels.device_arch import device_arch
 from qrsup.kernels.fast.config import DEFAULT_CONFIGS
 from qrsup.kernels.judge.processes import kill_child_tree
@@ -53,51 +56,60 @@ def wants_seed(source: str, cache: Path | None, device: str) -> bool:
     return not (cache.is_dir() and any(cache.iterdir()))
 
 
-def seed_if_it_pays(
-    source: str,
-    cache: Path | None,
-    device: str,
-    specs: Iterable[Spec],
-    on_start: Callable[[], None] | None = None,
-) -> Seeded | None:
-    """Compile the shipped configs' launches for these specs' shapes into `cache` where that
-    can pay (`wants_seed`); None where it cannot, where the device's architecture is unknown
-    (no NVML) or there is nothing to compile. `on_start` is told before the compile begins."""
+@dataclass
+class Seeding:
+    """The precompiler at work in a child process of its own group."""
+
+    process: subprocess.Popen
+    started: float
+
+    @classmethod
+    def start(cls, cache: Path, arch: int, shapes: list[str]) -> Seeding:
+        command = [sys.executable, "-m", "qrsup.kernels.fast.precompile", str(DEFAULT_CONFIGS)]
+        command += [str(cache), f"--arch={arch}", f"--workers={spare_workers()}"]
+        command += [f"--parent={os.getpid()}"]
+        env = {name: value for name, value in os.environ.items() if name != "TRITON_INTERPRET"}
+        # The directory exists before the contestant's boundary mounts it, the kernels after.
+        cache.mkdir(parents=True, exist_ok=True)
+        process = subprocess.Popen(
+            [*command, *shapes],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            process_group=0,
+        )
+        return cls(process, time.monotonic())
+
+    def wait(self) -> Seeded:
+        """Its summary line, else its last words (an argument error, a trace's exception);
+        ended with its workers past `TIMEOUT_S`."""
+        left = max(0.0, TIMEOUT_S - (time.monotonic() - self.started))
+        try:
+            output, errors = self.process.communicate(timeout=left)
+        except subprocess.TimeoutExpired:
+            self.stop()
+            return Seeded(f"no answer in {TIMEOUT_S:g} s", time.monotonic() - self.started)
+        lines = output.strip().splitlines() or errors.strip().splitlines()[-1:]
+        summary = lines[0] if lines else f"exit status {self.process.returncode}"
+        return Seeded(summary, time.monotonic() - self.started)
+
+    def stop(self) -> None:
+        """End it and its workers, unless it has ended already."""
+        kill_child_tree(self.process)
+        self.process.communicate()
+
+
+def start_seed_if_it_pays(
+    source: str, cache: Path | None, device: str, specs: Iterable[Spec]
+) -> Seeding | None:
+    """Start compiling the shipped configs' launches for these specs' shapes into `cache`
+    where that can pay (`wants_seed`); None where it cannot, where the device's architecture
+    is unknown (no NVML) or there is nothing to compile."""
     if cache is None or not wants_seed(source, cache, device):
         return None
     arch = device_arch(device)
     shapes = list(dict.fromkeys(f"--shape={spec.batch}x{spec.n}" for spec in specs))
     if arch is None or not shapes:
         return None
-    if on_start is not None:
-        on_start()
-    return run_precompiler(cache, arch, shapes)
-
-
-def run_precompiler(cache: Path, arch: int, shapes: list[str]) -> Seeded:
-    """The precompiler in a child process of its own group, ended with its children on a
-    timeout."""
-    command = [sys.executable, "-m", "qrsup.kernels.fast.precompile", str(DEFAULT_CONFIGS)]
-    command += [str(cache), f"--arch={arch}", f"--workers={spare_workers()}"]
-    command += [f"--parent={os.getpid()}"]
-    env = {name: value for name, value in os.environ.items() if name != "TRITON_INTERPRET"}
-    started = time.monotonic()
-    process = subprocess.Popen(
-        [*command, *shapes],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        process_group=0,
-    )
-    lower_priority(process.pid)
-    try:
-        output, errors = process.communicate(timeout=TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        kill_child_tree(process)
-        process.communicate()
-        return Seeded(f"no answer in {TIMEOUT_S:g} s", time.monotonic() - started)
-    # Its summary line, else its last words (an argument error, a trace's exception).
-    lines = output.strip().splitlines() or errors.strip().splitlines()[-1:]
-    summary = lines[0] if lines else f"exit status {process.returncode}"
-    return Seeded(summary, time.monotonic() - started)
+    return Seeding.start(cache, arch, shapes)
