@@ -132,6 +132,35 @@ def _side_queue_cycles(hidden_ms: float, window_wait_ms: float = 0.0) -> list[Cy
     ]
 
 
+def _waited_in_the_window(wait_ms: float, launching_ms: float) -> list[Cycle]:
+    """An honest 6.3 ms kernel whose contestant waited `wait_ms` for a CPU in the window,
+    `launching_ms` of it while launching (which the claimed time already holds)."""
+    claimed = 6.3 * MS
+    window = claimed + 0.2 * MS + (wait_ms - launching_ms) * MS
+    cycle = WINDOW_BASELINE.cycle_ns + window
+    return [
+        Cycle(claimed, window, cycle, 0.0, False, 0.0, 0.0, wait_ms * MS, launching_ms * MS)
+        for _ in range(3)
+    ]
+
+
+def test_a_contestants_wait_for_a_cpu_in_the_window_is_the_hosts_toll_in_the_cycle_too():
+    """A scheduler tick (4 ms) lost after the launches: the window excused it, the whole cycle
+    did not, and an honest spec failed beside a busy host."""
+    verdict = judge_integrity(_waited_in_the_window(4.0, 0.0), WINDOW_BASELINE, CUDA_TOLERANCE)
+    assert verdict.ok, verdict.reason
+    hidden = [replace(c, cycle_ns=c.cycle_ns + 8 * MS) for c in _waited_in_the_window(4.0, 0.0)]
+    caught = judge_integrity(hidden, WINDOW_BASELINE, CUDA_TOLERANCE)
+    assert not caught.ok and caught.clock == "wall-clock", "a wait excuses only itself"
+
+
+def test_a_wait_while_launching_is_not_excused_twice():
+    """Waiting while launching lengthens the claimed time; excused again, it would hide as
+    much work elsewhere in the cycle."""
+    cycles = _waited_in_the_window(4.0, 4.0)
+    assert cycles[0].harness_ns == pytest.approx(WINDOW_BASELINE.cycle_ns + 0.2 * MS)
+
+
 def test_work_draining_after_the_events_fails_the_window_though_the_cycle_hides_it():
     """2.4 ms hidden beside a 6 ms harness cycle is inside the cycle's slack (0.6 + 3 ms)."""
     verdict = judge_integrity(_side_queue_cycles(2.4), WINDOW_BASELINE, CUDA_TOLERANCE)
