@@ -6,6 +6,7 @@ not import Triton: the compiles run in child processes."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import psutil
@@ -48,6 +49,23 @@ def test_the_shipped_launches_are_compiled_into_the_cache(cuda_compiler, tmp_pat
     assert seeded.summary.startswith("precompiled "), seeded.summary
     assert "failed" not in seeded.summary and seeded.seconds > 0
     assert _kernels(cache), "no compiled kernel in the cache"
+
+
+def test_what_the_seed_compiled_is_readable_by_a_contestant_of_another_user(
+    cuda_compiler,  # noqa: F811
+    tmp_path: Path,
+):
+    """The judge's user gets the cache when its boundary is drawn, which can be before the seed
+    has written anything; a supervisor's private umask must not hide the kernels from it."""
+    previous = os.umask(0o077)
+    try:
+        Seeding.start(tmp_path / "cache", 90, ["--shape=4x32"]).wait()
+    finally:
+        os.umask(previous)
+    written = [path for path in (tmp_path / "cache").rglob("*")]
+    assert written
+    assert all(path.stat().st_mode & 0o005 == 0o005 for path in written if path.is_dir())
+    assert all(path.stat().st_mode & 0o004 for path in written if path.is_file())
 
 
 def test_a_precompiler_that_fails_is_reported_not_raised(tmp_path: Path):

@@ -78,6 +78,9 @@ class Seeding:
             stderr=subprocess.PIPE,
             text=True,
             process_group=0,
+            # The contestant may run as another user, whose boundary was drawn while this
+            # compiled: it must be able to read the kernels (it never writes a key found here).
+            umask=0o022,
         )
         return cls(process, time.monotonic())
 
