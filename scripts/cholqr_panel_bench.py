@@ -1,0 +1,247 @@
+"""Would a Cholesky-QR panel pay at large n? A first look before building it into the kernel.
+
+Issue 12's remaining specs are panel-bound: one matrix's 64 columns are factored by a chain of
+reflectors, each a reduction over thousands of rows, with only a few programs per matrix busy
+(8×2048, 2×4096). A Cholesky-QR2 panel (Gram product, Cholesky, triangular solve, twice) is a few
+GEMM-shaped calls instead, and LAPACK's Householder reconstruction (`orhr_col`: an LU of Q₁ − S
+without pivoting, S = diag(±1) chosen as it goes) gives back the compact-WY form geqrf returns:
+V unit lower trapezoidal, T = −U·S·L₁⁻ᵀ, R = S·R_chol, τ = diag(T). A matrix whose Gram is not
+positive definite (rank-deficient or too ill-conditioned for fp32) is flagged, per matrix, for
+the Householder panel; the contest forbids a whole-batch decision.
+
+`python scripts/cholqr_panel_bench.py [--shape 2x4096 ...] [--width 64 ...] [--repeats 20]` prints,
+per shape and width: the shipped kernel's launches for its first block (panels, updates inside
+the block, T join; the trailing update left out; as a replayed CUDA graph and eagerly) against
+the Cholesky-QR panel of the same columns (eagerly, and once as a graph, last), then the panel's
+accuracy on each case at three column offsets ("@offset: residual/orthogonality" in units of
+m·ε over the matrices it did not flag, and how many it flagged). On a CPU it checks the algebra
+in float64 (and under TRITON_INTERPRET=1 its kernel) and times nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+from collections.abc import Callable
+
+import torch
+import triton
+import triton.language as tl
+from qrsup.kernels.fast.config import load_config
+from qrsup.kernels.fast.driver import Buffers, prescale, run_op
+from qrsup.kernels.fast.plan import Plan, UpdateOp, make_plan
+from qrsup.kernels.generators import generate_input
+from qrsup.kernels.suites import Spec
+
+CASES = ("dense", "rowscale", "band", "clustered", "nearrank", "rankdef")
+FP32_EPS = 2.0**-24
+
+
+@triton.jit
+def orhr_lu_kernel(q_ptr, lu_ptr, s_ptr, stride_b, stride_r, stride_c, B: tl.constexpr):
+    """LU without pivoting of Q₁ − S, one program per matrix: S_jj = −sign of the pivot as it
+    stands (sign 0 = +1), so every pivot of U is at least 1 in size. Stores L's multipliers below
+    the diagonal and U on and above it (B × B, row-major), and S's diagonal."""
+    b = tl.program_id(0)
+    r = tl.arange(0, B)[:, None]
+    c = tl.arange(0, B)[None, :]
+    tile = tl.load(q_ptr + b.to(tl.int64) * stride_b + r * stride_r + c * stride_c)
+    signs = tl.zeros((1, B), tl.float32)
+    for j in range(B):
+        at_col = (c == j).to(tl.float32)
+        at_row = (r == j).to(tl.float32)
+        row = tl.sum(tile * at_row, axis=0, keep_dims=True)  # 1 × B
+        pivot = tl.sum(row * at_col, axis=1, keep_dims=True)  # 1 × 1
+        s = tl.where(pivot >= 0.0, -1.0, 1.0)
+        row = tl.where(c == j, pivot - s, row)
+        column = tl.sum(tile * at_col, axis=1, keep_dims=True)  # B × 1
+        multipliers = tl.where(r > j, column / (pivot - s), 0.0)
+        tile = tile - multipliers * tl.where(c > j, row, 0.0)
+        tile = tl.where((c == j) & (r > j), multipliers, tile)
+        tile = tl.where((r == j) & (c >= j), row, tile)
+        signs = tl.where(c == j, s, signs)
+    out = lu_ptr + b.to(tl.int64) * B * B
+    tl.store(out + r * B + c, tile)
+    tl.store(s_ptr + b.to(tl.int64) * B + c, signs)
+
+
+def lu_by_steps(q1: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """`orhr_lu_kernel`'s steps in torch, in the block's own precision (the CPU's path)."""
+    lu, signs = q1.clone(), torch.empty(q1.shape[:2], dtype=q1.dtype)
+    for j in range(q1.shape[-1]):
+        signs[:, j] = torch.where(lu[:, j, j] >= 0, -1.0, 1.0)
+        lu[:, j, j] -= signs[:, j]
+        lu[:, j + 1 :, j] /= lu[:, j : j + 1, j]
+        lu[:, j + 1 :, j + 1 :] -= lu[:, j + 1 :, j : j + 1] * lu[:, j : j + 1, j + 1 :]
+    return lu, signs
+
+
+def lu_by_kernel(q1: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """`orhr_lu_kernel` on a batch of B × B float32 blocks: (L and U packed, S's diagonal)."""
+    batch, width = q1.shape[0], q1.shape[-1]
+    lu = torch.empty(batch, width, width, device=q1.device)
+    signs = torch.empty(batch, width, device=q1.device)
+    orhr_lu_kernel[(batch,)](q1, lu, signs, *q1.stride(), B=width, num_warps=8)
+    return lu, signs
+
+
+def cholqr2_panel(p: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Householder QR of each batch × m × b panel through Cholesky-QR2 and reconstruction:
+    V (unit lower trapezoidal), T, R (S·R_chol, geqrf's signs), τ and the per-matrix flag."""
+    width = p.shape[-1]
+    q, r = p, None
+    flagged = torch.zeros(p.shape[0], dtype=torch.bool, device=p.device)
+    for _ in range(2):
+        chol, info = torch.linalg.cholesky_ex(q.mT @ q)
+        flagged |= info != 0
+        q = torch.linalg.solve_triangular(chol.mT, q, upper=True, left=False)
+        r = chol.mT if r is None else chol.mT @ r
+    lu, signs = (lu_by_kernel if p.is_cuda else lu_by_steps)(q[:, :width, :])
+    u = lu.triu()
+    eye = torch.eye(width, dtype=p.dtype, device=p.device)
+    l1 = lu.tril(-1) + eye
+    l2 = torch.linalg.solve_triangular(u, q[:, width:, :], upper=True, left=False)
+    t = torch.linalg.solve_triangular(
+        l1.mT, -(u * signs[:, None, :]), upper=True, left=False, unitriangular=True
+    )
+    v = torch.cat([l1, l2], dim=1)
+    flagged |= ~torch.isfinite(t).all(dim=(1, 2)) | ~torch.isfinite(v).all(dim=(1, 2))
+    return {
+        "v": v,
+        "t": t,
+        "r": r * signs[:, :, None],
+        "tau": t.diagonal(dim1=1, dim2=2),
+        "flagged": flagged,
+    }
+
+
+def panel_errors(p: torch.Tensor, out: dict[str, torch.Tensor]) -> tuple[float, float]:
+    """Worst panel residual ‖P − Q·R‖/‖P‖ and orthogonality ‖QᵀQ − I‖ over unflagged matrices,
+    in units of m·ε (fp32), with Q = (I − V·T·Vᵀ)[:, :b] formed in float64."""
+    keep = ~out["flagged"]
+    if not bool(keep.any()):
+        return float("nan"), float("nan")
+    v, t, r = (out[k][keep].double() for k in ("v", "t", "r"))
+    m, width = v.shape[1], v.shape[2]
+    q = -(v @ (t @ v[:, :width, :].mT))
+    q[:, :width, :] += torch.eye(width, dtype=q.dtype, device=q.device)
+    panel = p[keep].double()
+    residual = torch.linalg.matrix_norm(panel - q @ r) / torch.linalg.matrix_norm(panel)
+    eye = torch.eye(width, dtype=q.dtype, device=q.device)
+    orthogonality = torch.linalg.matrix_norm(q.mT @ q - eye)
+    unit = m * FP32_EPS
+    return float(residual.max()) / unit, float(orthogonality.max()) / unit
+
+
+def first_block_ops(plan: Plan) -> list:
+    """The plan's launches for its first block's columns, the trailing update left out."""
+    width = plan.shape.block_width
+    ops = []
+    for op in plan.ops:
+        if isinstance(op, UpdateOp) and op.c_start >= width:
+            break
+        ops.append(op)
+    return ops
+
+
+def device_time_us(run: Callable[[], None], repeats: int, graph: bool) -> float:
+    """Median device time of one call: replayed as a CUDA graph, or launched eagerly (then the
+    host's launching counts wherever the device waits for it)."""
+    run()
+    torch.cuda.synchronize()
+    call = run
+    if graph:
+        captured = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(captured):
+            run()
+        call = captured.replay
+    times = []
+    for _ in range(repeats):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        call()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1e3)
+    return statistics.median(times)
+
+
+def compare(batch: int, n: int, width: int, repeats: int) -> str:
+    """The shipped first block against the Cholesky-QR panel, then the panel's accuracy on each
+    case at three column offsets: the first panel, and panels across the middle and the
+    three-quarter column, where clustered, rankdef and nearrank turn hard."""
+    config = load_config().for_arch(90).for_shape(batch, n)
+    plan = make_plan(batch, n, config)
+    a = generate_input(Spec(batch, n, 1, "dense", 7), "cuda")
+    out = Buffers.allocate(a, plan)
+    prescale(a, plan, out)
+    ops = first_block_ops(plan)
+
+    def shipped() -> None:
+        for op in ops:
+            run_op(a, plan, op, out)
+
+    panel = a[:, :, :width].contiguous()
+    graphed, eager = (device_time_us(shipped, repeats, graph) for graph in (True, False))
+    cholqr = device_time_us(lambda: cholqr2_panel(panel), repeats, graph=False)
+    lines = [
+        f"{batch}x{n} width {width}: shipped first block ({plan.shape.block_width} columns, "
+        f"{len(ops)} launches) {graphed:.0f} us as a graph, {eager:.0f} us eager; "
+        f"Cholesky-QR2 panel {cholqr:.0f} us eager"
+    ]
+    offsets = (0, n // 2 - width // 2, 3 * n // 4 - width // 2)
+    for case in CASES:
+        matrix = generate_input(Spec(batch, n, 1, case, 11), "cuda")
+        parts = []
+        for offset in offsets:
+            p = matrix[:, :, offset : offset + width].contiguous()
+            result = cholqr2_panel(p)
+            residual, orthogonality = panel_errors(p, result)
+            flagged = int(result["flagged"].sum())
+            parts.append(f"@{offset}: {residual:.2f}/{orthogonality:.2f} flagged {flagged}")
+        lines.append(f"  {case:<10} " + "; ".join(parts))
+    return "\n".join(lines)
+
+
+def check_on_cpu() -> str:
+    """The algebra against torch.geqrf in float64: the same R, τ and V up to rounding; under
+    TRITON_INTERPRET=1, the kernel's LU against the same steps in torch too."""
+    p = torch.randn(3, 96, 32, dtype=torch.float64)
+    out = cholqr2_panel(p)
+    h, tau = torch.geqrf(p)
+    gaps = {
+        "r": float((out["r"] - h[:, :32, :].triu()).abs().max()),
+        "tau": float((out["tau"] - tau).abs().max()),
+        "v": float((out["v"].tril(-1) - h.tril(-1)).abs().max()),
+    }
+    if triton.knobs.runtime.interpret:
+        q1 = torch.linalg.qr(torch.randn(2, 32, 32)).Q.contiguous()
+        (lu, signs), (lu_ref, signs_ref) = lu_by_kernel(q1), lu_by_steps(q1)
+        gaps["kernel_lu"] = float((lu - lu_ref).abs().max())
+        gaps["kernel_signs"] = float((signs - signs_ref).abs().max())
+    return f"float64, 3×96×32, largest gaps: {gaps}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shape", action="append", default=[], help="BATCHxN (repeatable)")
+    parser.add_argument("--width", type=int, action="append", default=[], help="panel width")
+    parser.add_argument("--repeats", type=int, default=20)
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        print(check_on_cpu())
+        return
+    shapes = [tuple(map(int, shape.lower().split("x"))) for shape in args.shape]
+    widths = args.width or [64, 128]
+    for batch, n in shapes or [(2, 4096), (8, 2048)]:
+        for width in widths:
+            print(compare(batch, n, width, args.repeats), flush=True)
+    # Last, since a capture that fails can leave the device unusable for the rest of a process.
+    batch, n = (shapes or [(2, 4096)])[0]
+    panel = generate_input(Spec(batch, n, 1, "dense", 7), "cuda")[:, :, : widths[0]].contiguous()
+    graphed = device_time_us(lambda: cholqr2_panel(panel), args.repeats, graph=True)
+    print(f"{batch}x{n} width {widths[0]}: Cholesky-QR2 panel {graphed:.0f} us as a graph")
+
+
+if __name__ == "__main__":
+    main()
