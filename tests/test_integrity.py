@@ -12,6 +12,7 @@ from qrsup.kernels.judge.integrity import (
     Cycle,
     CycleBaseline,
     cpu_excess_by_kind,
+    excusal_by_kind,
     export_cost_ns,
     export_cpu_cost_ns,
     judge_integrity,
@@ -369,3 +370,12 @@ def test_the_exports_calibrated_cpu_share_is_not_charged_as_hidden_threads():
     assert cpu_excess_by_kind(honest) == pytest.approx({"plain": -1.0 * MS, "exported": 40.0 * MS})
     hidden = judge_integrity(_export_cycles(6.0, 40.0), baseline, CUDA_TOLERANCE)
     assert not hidden.ok and hidden.clock == "CPU"
+
+
+def test_a_record_says_in_which_cycles_a_busy_hosts_toll_was_taken_out_and_why_not():
+    plain = Cycle(1 * MS, 1 * MS, 3 * MS, 0.0, False, other_threads_ns=0.5 * MS)
+    starved = replace(plain, waits_excused=False, other_threads_ns=9 * MS)
+    exported = replace(starved, exported=True, other_threads_ns=30 * MS)
+    excusal = excusal_by_kind([plain, plain, starved, exported])
+    assert excusal["excused_share"] == pytest.approx({"plain": 2 / 3, "exported": 0.0})
+    assert excusal["other_threads_ns"] == {"plain": 0.5 * MS, "exported": 30 * MS}

@@ -37,6 +37,7 @@ from qrsup.kernels.judge.integrity import (
     IntegrityVerdict,
     Tolerance,
     cpu_excess_by_kind,
+    excusal_by_kind,
     export_cost_ns,
     export_cpu_cost_ns,
     judge_integrity,
@@ -351,6 +352,8 @@ class Referee:
             prepare_ns=float(prepared.elapsed_ns),
             inspect_ns=float(inspected.elapsed_ns),
             bookkeeping_ns=float(cycle_ns - sum(exchange.elapsed_ns for exchange in exchanges)),
+            waits_excused=excused,
+            other_threads_ns=float(outside.others_ns),
         )
 
     def _excusable(self, stretch: _Reading, wall_ns: float) -> bool:
@@ -512,6 +515,7 @@ def _integrity_record(
         "baseline": asdict(baseline),
         "stretch_ns": stretch_by_phase(cycles, baseline),
         "cpu_excess_ns": cpu_excess_by_kind(cycles),
+        "excusal": excusal_by_kind(cycles),
     }
 
 
