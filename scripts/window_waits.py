@@ -6,6 +6,10 @@ wait while launching was excused in its window. The branch `judge-window-wait-ca
 only up to the do-nothing maximum; these figures, from an honest bench and the cheater under the
 same load, say whether that holds.
 
+Where a spec was timed twice or failed, it also says, per attempt and kind of cycle, in what
+share of the cycles a busy host's toll was taken out at all, and how long the contestant's other
+threads ran outside the window (over their allowance, nothing is excused).
+
 Usage: python scripts/window_waits.py REPORT.json [REPORT.json ...]
 """
 
@@ -44,7 +48,25 @@ def rows(path: Path) -> list[str]:
             f"waits referee {_ms(waits.get('referee'))} contestant {_ms(waits.get('contestant'))}"
             f" (launching, not excused: {_ms(waits.get('contestant_launching'))})"
         )
+        first = integrity.get("first_attempt")
+        if first or spec["status"] != "pass":
+            attempts = (("first attempt", first), ("last attempt", integrity))
+            lines += [f"    {name}: {_excusal(record)}" for name, record in attempts if record]
     return lines
+
+
+def _excusal(record: dict) -> str:
+    """In what share of the cycles a busy host's toll was taken out, and how long the
+    contestant's other threads ran outside the window (the median), by kind of cycle."""
+    excusal = record.get("excusal")
+    if not excusal:
+        return "no excusal record (a report from before it was kept)"
+    shares, others = excusal.get("excused_share", {}), excusal.get("other_threads_ns", {})
+    return "; ".join(
+        f"{kind} cycles excused {shares[kind]:.0%}, other threads {_ms(others.get(kind))}"
+        for kind in ("plain", "exported")
+        if kind in shares
+    )
 
 
 def _ms(ns: float | None) -> str:
