@@ -26,7 +26,6 @@ def test_seeding_pays_only_for_a_cuda_judge_a_new_cache_and_a_source_on_the_ship
     assert wants_seed("from qrsup.kernels import geqrf\n", new, "cuda")
     assert not wants_seed(BUILT_ON_SHIPPED, new, "cpu")
     assert not wants_seed("import torch\n", new, "cuda:0")
-    assert not wants_seed(BUILT_ON_SHIPPED, None, "cuda:0")
     new.mkdir()
     assert wants_seed(BUILT_ON_SHIPPED, new, "cuda:0"), "an empty directory is a new cache"
     (new / "0123abcd").mkdir()
@@ -38,6 +37,7 @@ def test_nothing_is_compiled_where_seeding_cannot_pay(tmp_path: Path):
     cache = tmp_path / "cache"
     assert start_seed_if_it_pays("import torch\n", cache, "cuda:0", specs) is None
     assert start_seed_if_it_pays(BUILT_ON_SHIPPED, cache, "cpu", specs) is None
+    assert start_seed_if_it_pays(BUILT_ON_SHIPPED, None, "cuda:0", specs) is None, "no kept cache"
     assert not cache.exists()
 
 

@@ -48,10 +48,10 @@ class Seeded:
     seconds: float
 
 
-def wants_seed(source: str, cache: Path | None, device: str) -> bool:
+def wants_seed(source: str, cache: Path, device: str) -> bool:
     """Whether seeding can pay: a CUDA judge, a kept cache with nothing in it yet, and a
     source that imports the shipped kernels."""
-    if cache is None or not device.startswith("cuda") or not SHIPPED_IMPORT.search(source):
+    if not device.startswith("cuda") or not SHIPPED_IMPORT.search(source):
         return False
     return not (cache.is_dir() and any(cache.iterdir()))
 
@@ -107,8 +107,8 @@ def start_seed_if_it_pays(
     source: str, cache: Path | None, device: str, specs: Iterable[Spec]
 ) -> Seeding | None:
     """Start compiling the shipped configs' launches for these specs' shapes into `cache`
-    where that can pay (`wants_seed`); None where it cannot, where the device's architecture
-    is unknown (no NVML) or there is nothing to compile."""
+    where that can pay (`wants_seed`); None where it cannot, where no cache is kept, where
+    the device's architecture is unknown (no NVML) or there is nothing to compile."""
     if cache is None or not wants_seed(source, cache, device):
         return None
     arch = device_arch(device)
