@@ -545,7 +545,7 @@ def abort_factor(cycles: int) -> float:
     at the first look, less as the median rests on more cycles (÷√2 a doubling), never under
     1.5×. With one fixed 3×, the side-queue cheater beside one busy loop per core on an H200
     stood at 2.7× (its hidden work partly overlapped its slowed launching) and ran on past the
-    first look; its verdict took 34 s."""
+    first look. (Most of that verdict's 34 s was compiling: shipped_seed.py.)"""
     return max(ABORT_FLOOR, ABORT_FACTOR * math.sqrt(ABORT_MIN_CYCLES / cycles))
 
 
