@@ -60,6 +60,9 @@ INNER_TWO_PASS = {"inner_update_two_pass": True}
 BOTH_TWO_PASS = {**TWO_PASS, **INNER_TWO_PASS}
 # H stored by columns: Vᵀ·C and VᵀV run along contiguous rows; panels read a row-major copy.
 COLUMN_MAJOR = {"column_major": True}
+# A second blocking level: blocks update only their outer block's columns, and cuBLAS updates the
+# rest once per outer block at rank 128, 256 or 512 (plan.py).
+OUTER_128, OUTER_256, OUTER_512 = ({"outer_block_width": w} for w in (128, 256, 512))
 
 # Knob changes tried per shape class, each against the class's shipped point. Every class with a
 # relaxed precision lists SAFE (3×TF32 everywhere) so that some variant passes with margin.
@@ -124,6 +127,9 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         {"panel_width": 8},
         {**ALWAYS_SPLIT, "update_split_rows": 256},
         {**FUSED, "panel_width": 16, "block_width": 32, "fused_warps": 8},
+        OUTER_128,
+        OUTER_256,
+        {**OUTER_256, **CUBLAS},
     ],
     "medium-1024": [
         # Eager launches, the point before graph replay: ~200 launches and panel copies a call
@@ -159,6 +165,9 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         {**SPLIT_256, "panel_width": 16},
         {"update_split_below": 0},
         {"update_split_below": 132},
+        OUTER_256,
+        OUTER_512,
+        {**OUTER_256, **CUBLAS},
     ],
     "large": [
         COLUMN_MAJOR,
@@ -177,6 +186,10 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         {**SPLIT_256, "panel_width": 16},
         {**SPLIT_512, "panel_width": 16},
         {"panel_split_rows": 128, "panel_width": 16},
+        OUTER_128,
+        OUTER_256,
+        OUTER_512,
+        {**OUTER_256, "block_width": 32},
     ],
     "huge": [
         COLUMN_MAJOR,
@@ -193,6 +206,10 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         SPLIT_512,
         {**SPLIT_256, "panel_width": 16},
         {**SPLIT_512, "panel_width": 16},
+        OUTER_128,
+        OUTER_256,
+        OUTER_512,
+        {**OUTER_256, "block_width": 32},
     ],
 }
 

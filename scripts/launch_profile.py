@@ -28,6 +28,7 @@ from qrsup.kernels.fast.plan import (
     FusedOp,
     LookaheadOp,
     Op,
+    OuterJoinOp,
     PanelOp,
     Plan,
     SplitPanelOp,
@@ -52,6 +53,8 @@ def step_kind(op: Op) -> str:
         return f"T factor {op.width} wide" + (", rows split" if op.gram_rows else "")
     if isinstance(op, LookaheadOp):
         return f"update by {op.update.nb} + next panel"
+    if isinstance(op, OuterJoinOp):
+        return f"outer T join {op.width} wide, cuBLAS"
     return type(op).__name__
 
 

@@ -41,6 +41,11 @@ class ShapeConfig:
     """Largest batch of the class; None means unbounded."""
     block_width: int
     """Columns per block: the trailing matrix is updated once per block (≥ the panel width)."""
+    outer_block_width: int
+    """Columns per outer block, a second blocking level (0: none). Where wider than a block,
+    each block's trailing update stops at the outer block's end; the blocks' T's are then joined
+    into the outer block's and the rest of the matrix is updated once per outer block by
+    cuBLAS (library_update.py): rank-`outer_block_width` GEMMs in place of narrow ones."""
     panel_width: int
     """Columns per panel while the register budget allows it; panels of a block are joined."""
     max_panel_elems: int
@@ -302,7 +307,11 @@ def _parse_shape(raw: object, space: dict[str, tuple[object, ...]], where: str) 
     for key, known in _CHOICES.items():
         if getattr(shape, key) not in known:
             raise ConfigError(f"{where}: {key} = {getattr(shape, key)!r} is not one of {known}")
-    for key in ("t_gram_rows", "panel_split_rows"):
+    if shape.outer_block_width & (shape.outer_block_width - 1):
+        raise ConfigError(
+            f"{where}: outer_block_width = {shape.outer_block_width} must be 0 or a power of two"
+        )
+    for key in ("t_gram_rows", "panel_split_rows", "outer_block_width"):
         if getattr(shape, key) < 0:
             raise ConfigError(f"{where}: {key} = {getattr(shape, key)} must be ≥ 0")
     return shape

@@ -11,7 +11,7 @@ import triton
 
 from .block import qr_block_kernel
 from .fused import qr_fused_kernel
-from .library_update import library_update, scale_of
+from .library_update import library_join, library_update, scale_of
 from .lookahead import qr_lookahead_kernel
 from .panel import qr_panel_kernel
 from .panel_split import qr_slab_join_kernel, qr_slab_kernel, qr_slab_rebuild_kernel
@@ -20,6 +20,7 @@ from .plan import (
     FusedOp,
     LookaheadOp,
     Op,
+    OuterJoinOp,
     PanelOp,
     Plan,
     SplitPanelOp,
@@ -110,6 +111,9 @@ def run_op(a: torch.Tensor, plan: Plan, op: Op, out: Buffers) -> None:
         _update(a if op.col == 0 else out.h, plan, op, out)
     elif isinstance(op, TFactorOp):
         _tfactor(plan, op, out)
+    elif isinstance(op, OuterJoinOp):
+        t = _t_at(plan, out, op.t_slot, 0)
+        library_join(out.h, t, op.col, op.width, op.starts, plan.shape.t_precision)
     elif isinstance(op, LookaheadOp):
         _lookahead(a if op.update.col == 0 else out.h, plan, op, out)
     elif isinstance(op, BlockOp):
@@ -245,7 +249,7 @@ def _lookahead(src: torch.Tensor, plan: Plan, op: LookaheadOp, out: Buffers) -> 
 
 def _block(src: torch.Tensor, plan: Plan, op: BlockOp, out: Buffers) -> None:
     shape, h = plan.shape, out.h
-    t = _t_at(plan, out, op.t_slot, 0)
+    t = _t_at(plan, out, op.t_slot, op.t_offset)
     qr_block_kernel[(plan.batch,)](
         src, h, out.tau, t, out.amax, plan.n, op.col, op.width, *src.stride(), *h.stride(),
         out.tau.stride(0), t.stride(0), t.stride(1),
@@ -259,7 +263,7 @@ def _block(src: torch.Tensor, plan: Plan, op: BlockOp, out: Buffers) -> None:
 
 def _tfactor(plan: Plan, op: TFactorOp, out: Buffers) -> None:
     h, g, shape = out.h, out.g, plan.shape
-    t = _t_at(plan, out, op.t_slot, 0)
+    t = _t_at(plan, out, op.t_slot, op.t_offset)
     tiles = dict(KBP=op.dot_width, BM=shape.update_block_m, PRECISION=shape.t_precision)
     slabs = triton.cdiv(plan.n - op.col, op.gram_rows) if op.gram_rows else 0
     if slabs:

@@ -45,6 +45,36 @@ def scale_of(amax: torch.Tensor) -> torch.Tensor:
     return torch.where(extreme, power, 1.0)[:, None, None]
 
 
+def explicit_v(h: torch.Tensor, col: int, nb: int) -> torch.Tensor:
+    """V of h's columns [col, col + nb), rows [col, n): the stored tails below a unit diagonal,
+    zeros above it (a copy)."""
+    v = h[:, col:, col : col + nb].tril(-1)
+    v.diagonal(dim1=1, dim2=2).fill_(1.0)
+    return v
+
+
+def library_join(
+    h: torch.Tensor,
+    t: torch.Tensor,
+    col: int,
+    width: int,
+    starts: tuple[int, ...],
+    precision: str,
+) -> None:
+    """Join the T's of the blocks starting at `starts` (from col) on t's diagonal into the T of
+    h's columns [col, col + width), in place: with G = VᵀV, block by block left to right,
+        T[:s, s:e] = −T[:s, :s]·G[:s, s:e]·T[s:e, s:e],
+    the block form of T⁻¹ = diag(1/τ) + strict_upper(VᵀV) (tfactor.py's join, at cuBLAS's
+    batched GEMMs: an outer block's T is too wide for one program's registers)."""
+    v = explicit_v(h, col, width)
+    tt = t[:, :width, :width]
+    tt.triu_()  # below the blocks' T's lies whatever an earlier block left there
+    with cublas_precision(precision):
+        g = torch.bmm(v.mT, v)
+        for s, e in zip(starts[1:], (*starts[2:], width), strict=True):
+            tt[:, :s, s:e] = -torch.bmm(torch.bmm(tt[:, :s, :s], g[:, :s, s:e]), tt[:, s:e, s:e])
+
+
 def library_update(
     src: torch.Tensor,
     h: torch.Tensor,
@@ -60,8 +90,7 @@ def library_update(
     """Apply the block reflector of h's columns [col, col + nb) (T: t's leading nb × nb) to the
     columns [c_start, c_end) of rows [col, n), in h. `src` is A where col = 0, read at `scale`;
     the rows that become final R (< col + nb) are scaled back as update.py does."""
-    v = h[:, col:, col : col + nb].tril(-1)
-    v.diagonal(dim1=1, dim2=2).fill_(1.0)
+    v = explicit_v(h, col, nb)
     c = h[:, col:, c_start:c_end]
     if col == 0:
         torch.mul(src[:, :, c_start:c_end], scale, out=c)

@@ -9,6 +9,10 @@ With `panel_split_rows`, a panel taller than that many rows is a SplitPanelOp: i
 factored in slabs by many programs per matrix and its Householder form rebuilt (panel_split.py),
 so its width is bound by a slab's rows, not all of them.
 With `update_library = "cublas"`, each block's trailing update is cuBLAS's (library_update.py).
+With `outer_block_width`, blocks are grouped into outer blocks: a block's trailing update stops at
+its outer block's end, each block's T sits at its offset in the outer block's T, and once the
+outer block is factored an OuterJoinOp joins those T's and one cuBLAS update of rank
+`outer_block_width` covers the rest of the matrix.
 With `block_launch`, a block's panels, inner updates and T join are one launch (BlockOp).
 With `update_two_pass` (`inner_update_two_pass` inside a block), a Triton update that does not
 split rows is two launches that hand W over through the plan's W buffer.
@@ -117,6 +121,24 @@ class TFactorOp:
     gram_rows: int
     """0: the join sums VᵀV itself; else row slabs of this many rows sum it first (qr_gram)."""
     t_slot: int = 0
+    t_offset: int = 0
+    """Where the block's T goes on the diagonal of its outer block's T (0 without one)."""
+
+
+@dataclass(frozen=True)
+class OuterJoinOp:
+    """Join the T's of the blocks of the outer block [col, col + width) into its T, with
+    cuBLAS's batched GEMMs (library_update.py): the blocks start at `starts` (from col)."""
+
+    col: int
+    width: int
+    starts: tuple[int, ...]
+    t_slot: int = 0
+
+    @property
+    def dot_width(self) -> int:
+        """The side of the T it writes."""
+        return self.width
 
 
 @dataclass(frozen=True)
@@ -149,6 +171,7 @@ class BlockOp:
     block_n: int
     warps: int
     t_slot: int = 0
+    t_offset: int = 0
 
     @property
     def dot_width(self) -> int:
@@ -167,7 +190,7 @@ class FusedOp:
     warps: int
 
 
-Op = PanelOp | SplitPanelOp | UpdateOp | TFactorOp | FusedOp | LookaheadOp | BlockOp
+Op = PanelOp | SplitPanelOp | UpdateOp | TFactorOp | OuterJoinOp | FusedOp | LookaheadOp | BlockOp
 
 
 @dataclass(frozen=True)
@@ -229,26 +252,42 @@ def make_plan(batch: int, n: int, shape: ShapeConfig) -> Plan | None:
     ops: list[Op] = []
     col = block = 0
     while col < n:
-        nb = _split_width(n - col, shape) or _panel_width(n - col, shape)
-        if nb is None:
+        blocks = _outer_block(col, n, shape)
+        if blocks is None:
             return None
-        width = min(max(shape.block_width, nb), n - col)
-        end = col + width
-        slot = block % 2 if shape.lookahead else 0
-        inner: list[Op] = []
-        for p in range(col, end, nb):
-            inner.append(_panel(p, nb, n, p - col, shape, slot))
-            if p + nb < end:
-                inner.append(_update(batch, p, nb, p - col, p + nb, end, shape, slot, inner=True))
-        if width > nb:
-            warps = 4 if dot_width(width) <= 64 else 8
-            gram_rows = _gram_rows(n - col, shape)
-            inner.append(TFactorOp(col, width, nb, dot_width(width), warps, gram_rows, slot))
-        ops.extend(_block_launch(inner, shape) or inner)
-        if end < n:
-            library = shape.update_library == "cublas"
-            ops.append(_update(batch, col, width, 0, end, n, shape, slot, library))
-        col, block = end, block + 1
+        outer_col, outer_end = col, blocks[-1][0] + blocks[-1][2]
+        nested = len(blocks) > 1 and outer_end < n  # with nothing right of it, no outer update
+        library = shape.update_library == "cublas"
+        for start, nb, width in blocks:
+            base = outer_col if nested else start  # where the T holding this block's starts
+            end, offset = start + width, start - base
+            # Look-ahead's next panel writes its T while the update still reads this block's:
+            # blocks alternate T slots, except inside an outer block, where each has its own T.
+            slot = block % 2 if shape.lookahead and not nested else 0
+            inner: list[Op] = []
+            for p in range(start, end, nb):
+                inner.append(_panel(p, nb, n, p - base, shape, slot))
+                if p + nb < end:
+                    inner.append(
+                        _update(batch, p, nb, p - base, p + nb, end, shape, slot, inner=True)
+                    )
+            if width > nb:
+                warps = 4 if dot_width(width) <= 64 else 8
+                gram_rows = _gram_rows(n - start, shape)
+                span = (start, width, nb, dot_width(width), warps, gram_rows)
+                inner.append(TFactorOp(*span, slot, offset))
+            ops.extend(_block_launch(inner, shape) or inner)
+            stop = outer_end if nested else n
+            if end < stop:
+                ops.append(_update(batch, start, width, offset, end, stop, shape, slot, library))
+            block += 1
+        if nested:
+            starts = tuple(start - outer_col for start, _, _ in blocks)
+            ops.append(OuterJoinOp(outer_col, outer_end - outer_col, starts))
+            ops.append(
+                _update(batch, outer_col, outer_end - outer_col, 0, outer_end, n, shape, 0, True)
+            )
+        col = outer_end
     if shape.lookahead:
         ops = _look_ahead(ops, shape)
     parts = [op for op in ops if not isinstance(op, LookaheadOp)]
@@ -257,7 +296,7 @@ def make_plan(batch: int, n: int, shape: ShapeConfig) -> Plan | None:
     t_width = max(
         [DOT_MIN]
         + [op.t_offset + op.nb for op in parts if isinstance(op, panels)]
-        + [op.dot_width for op in parts if not isinstance(op, panels)]
+        + [getattr(op, "t_offset", 0) + op.dot_width for op in parts if not isinstance(op, panels)]
     )
     t_slots = 1 + max((op.t_slot for op in parts), default=0)
     split = [op.dot_width for op in parts if isinstance(op, UpdateOp) and op.passes_w]
@@ -284,7 +323,8 @@ def _block_launch(ops: list[Op], shape: ShapeConfig) -> list[Op]:
     join, first = joins[0], panels[0]
     warps = max(join.warps, first.warps, shape.inner_update_warps)
     bm, bn = shape.inner_update_block_m, shape.inner_update_block_n
-    return [BlockOp(join.col, join.width, join.nb, first.block_m, bm, bn, warps, join.t_slot)]
+    span = (join.col, join.width, join.nb, first.block_m, bm, bn, warps)
+    return [BlockOp(*span, join.t_slot, join.t_offset)]
 
 
 def _look_ahead(ops: list[Op], shape: ShapeConfig) -> list[Op]:
@@ -312,6 +352,24 @@ def _fused_plan(batch: int, n: int, nb: int, shape: ShapeConfig) -> Plan:
     kb = max(shape.block_width, nb)
     op = FusedOp(rows=rows, nb=nb, kb=kb, warps=shape.fused_warps)
     return Plan(batch, n, (op,), dot_width(kb), 0, 0, shape)
+
+
+def _outer_block(col: int, n: int, shape: ShapeConfig) -> list[tuple[int, int, int]] | None:
+    """The blocks (start, panel width, width) of the outer block from `col`: as many as fit in
+    `outer_block_width` columns, and at least one; None where no panel fits the register budget.
+    Without a second level that is one block."""
+    blocks: list[tuple[int, int, int]] = []
+    at = col
+    while at < n:
+        nb = _split_width(n - at, shape) or _panel_width(n - at, shape)
+        if nb is None:
+            return None
+        width = min(max(shape.block_width, nb), n - at)
+        if blocks and at + width > col + shape.outer_block_width:
+            break
+        blocks.append((at, nb, width))
+        at += width
+    return blocks
 
 
 def _gram_rows(rows: int, shape: ShapeConfig) -> int:
