@@ -18,6 +18,7 @@ from qrsup.kernels.fast.plan import (
     SPLIT_SHARED_BYTES_PER_ELEM,
     FusedOp,
     LookaheadOp,
+    OuterJoinOp,
     PanelOp,
     SplitPanelOp,
     TFactorOp,
@@ -309,4 +310,44 @@ def test_negative_panel_split_rows_is_refused() -> None:
     raw["space"]["panel_split_rows"].append(-1)
     raw["shape"][0]["panel_split_rows"] = -1
     with pytest.raises(ConfigError, match="panel_split_rows = -1 must be ≥ 0"):
+        parse_config(raw, Path("bad.toml"))
+
+
+def test_outer_blocks_keep_block_updates_inside_and_update_the_rest_once_each() -> None:
+    """Two levels at 8×2048: 64-wide blocks update only their 256-wide outer block, whose T is
+    joined from theirs, laid side by side on its diagonal; cuBLAS then updates the rest once."""
+    shape = dataclasses.replace(load_config(DEFAULT_CONFIGS).for_shape(8, 2048), block_width=64)
+    plan = make_plan(8, 2048, dataclasses.replace(shape, outer_block_width=256))
+    assert plan is not None and plan.t_width >= 256
+    joins = [op for op in plan.ops if isinstance(op, OuterJoinOp)]
+    assert [op.col for op in joins] == list(range(0, 2048 - 256, 256))
+    assert {op.starts for op in joins} == {(0, 64, 128, 192)}
+    outer = [op for op in plan.ops if isinstance(op, UpdateOp) and op.nb == 256]
+    assert [(op.c_start, op.c_end, op.library) for op in outer[:2]] == [
+        (256, 2048, True),
+        (512, 2048, True),
+    ]
+    blocks = [op for op in plan.ops if isinstance(op, UpdateOp) and op.nb == 64]
+    assert all(op.c_end == (op.col // 256 + 1) * 256 for op in blocks)
+    assert {op.t_offset for op in blocks} == {0, 64, 128}
+    assert {op.t_offset for op in plan.ops if isinstance(op, TFactorOp)} <= {0, 64, 128, 192}
+    for join in joins:
+        after = plan.ops[plan.ops.index(join) + 1]
+        assert isinstance(after, UpdateOp) and (after.col, after.nb) == (join.col, join.width)
+
+
+def test_an_outer_block_no_wider_than_a_block_or_ending_the_matrix_changes_nothing() -> None:
+    shape = dataclasses.replace(load_config(DEFAULT_CONFIGS).for_shape(8, 2048), block_width=64)
+    plain = make_plan(8, 512, dataclasses.replace(shape, outer_block_width=0))
+    for width in (64, 512):  # one block per outer block; one outer block for every column
+        plan = make_plan(8, 512, dataclasses.replace(shape, outer_block_width=width))
+        assert plan is not None and plain is not None
+        assert (plan.ops, plan.t_width) == (plain.ops, plain.t_width)
+
+
+def test_an_outer_block_width_other_than_zero_or_a_power_of_two_is_refused() -> None:
+    raw = _shipped()
+    raw["space"]["outer_block_width"].append(96)
+    raw["shape"][0]["outer_block_width"] = 96
+    with pytest.raises(ConfigError, match="outer_block_width = 96 must be 0 or a power of two"):
         parse_config(raw, Path("bad.toml"))

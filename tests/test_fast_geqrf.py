@@ -29,6 +29,7 @@ from qrsup.kernels.fast.plan import (
     BlockOp,
     LookaheadOp,
     Op,
+    OuterJoinOp,
     PanelOp,
     Plan,
     SplitPanelOp,
@@ -765,3 +766,36 @@ def test_cublas_updates_hold_a_callers_tf32_setting_to_the_configs_and_restore_i
             assert matmul.fp32_precision == caller
     finally:
         matmul.fp32_precision = before
+
+
+# Blocks of two panels, outer blocks of four blocks: at n = 100 one outer block is joined and the
+# rest of the matrix updated by it, and a last one ends the matrix.
+OUTER_BLOCKS = {"outer_block_width": 64, "block_width": 16, "panel_width": 8, "lookahead": False}
+
+
+@pytest.mark.parametrize(
+    "knobs",
+    [
+        pytest.param({}, id="triton-blocks"),
+        pytest.param({"update_library": "cublas"}, id="cublas-blocks"),
+        pytest.param({"lookahead": True}, id="look-ahead"),
+        pytest.param({"column_major": True, "update_split_below": 65536}, id="column-major"),
+    ],
+)
+def test_outer_blocks_pass_the_gates_and_find_the_one_level_factors(
+    tmp_path: Path, knobs: dict[str, object], nan_poisoned_empty: None
+) -> None:
+    """The second level reorders the same updates and joins T by cuBLAS: the gates pass on
+    hard cases, and on a well-conditioned matrix the factors are the one-level ones up to
+    rounding."""
+    solver = _solver_with(tmp_path, **{**OUTER_BLOCKS, **knobs})
+    plan, _ = solver._plan(-1, 2, 100)
+    assert plan is not None and sum(isinstance(op, OuterJoinOp) for op in plan.ops) == 1
+    for case in ("mixed", "rankdef"):
+        a = generate_input(Spec(batch=2, n=100, cond=2, case=case, seed=31), device=DEVICE)
+        _assert_passes(a, *solver(a))
+    a = generate_input(Spec(batch=2, n=100, cond=1, case="dense", seed=37), device=DEVICE)
+    h, tau = solver(a)
+    h_one, tau_one = _solver_with(tmp_path, **{**OUTER_BLOCKS, **knobs, "outer_block_width": 0})(a)
+    assert torch.allclose(tau, tau_one, atol=1e-5)
+    assert torch.allclose(h, h_one, atol=1e-4, rtol=1e-4)

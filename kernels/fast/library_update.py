@@ -1,4 +1,5 @@
-"""Trailing update through cuBLAS: C ← C − V·(Tᵀ·(Vᵀ·C)) as three batched fp32 GEMMs.
+"""Trailing update through cuBLAS: C ← C − V·(Tᵀ·(Vᵀ·C)) as three batched fp32 GEMMs, and the
+T join of an outer block (`outer_block_width`), too wide for one Triton program.
 
 Triton's update (update.py) gives each program a strip of columns and walks it down every row
 twice, at 3×TF32. At 640×512 that ran at about 19 TFLOP/s, where the H200 does 51 TFLOP/s of
