@@ -70,8 +70,9 @@ PER_THREAD = [{"panel_elems_per_thread": e} for e in (16, 32, 64, 128)]
 # Knob changes tried per shape class, each against the class's shipped point. Every class with a
 # relaxed precision lists SAFE (3×TF32 everywhere) so that some variant passes with margin.
 VARIANTS: dict[str, list[dict[str, object]]] = {
-    "single-panel": [{"graph": True}],
+    "single-panel": [{"graph": True}, *PER_THREAD],
     "small": [
+        *PER_THREAD,
         COLUMN_MAJOR,
         {**COLUMN_MAJOR, "update_stages": 1},
         BOTH_TWO_PASS,
@@ -191,6 +192,7 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         {**SPLIT_256, "panel_width": 16},
         {**SPLIT_512, "panel_width": 16},
         {"panel_split_rows": 128, "panel_width": 16},
+        {"panel_pair_reduce": False},
         OUTER_128,
         OUTER_256,
         OUTER_512,
