@@ -463,8 +463,10 @@ def test_fused_path_reads_strided_input_and_flags_nan(tmp_path: Path) -> None:
 
 
 def test_per_product_precisions_and_row_split_gram_pass(tmp_path: Path) -> None:
+    """Each product at its own precision. Not plain TF32: on an H200 it failed this mixed input
+    (64.9 of the allowed 20 with it in V·W), as it fails n = 512; the interpreter rounds none."""
     knobs = {"block_width": 32, "panel_width": 8, "t_gram_rows": 128, "update_block_m": 32}
-    knobs |= {"update_apply_precision": "tf32", "t_precision": "ieee"}
+    knobs |= {"update_precision": "tf32x3", "update_apply_precision": "ieee", "t_precision": "ieee"}
     solver = _solver_with(tmp_path, **knobs)
     a = generate_input(Spec(batch=2, n=200, cond=2, case="mixed", seed=4), device=DEVICE)
     h, tau = solver(a)
