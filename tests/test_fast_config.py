@@ -250,7 +250,9 @@ def test_lookahead_merges_each_fused_update_with_the_next_panel_and_alternates_t
     merged = [op for op in plan.ops if isinstance(op, LookaheadOp)]
     assert len(merged) == len(plain.panels) - 1
     assert sum(isinstance(op, PanelOp) for op in plan.ops) == 1
-    assert [dataclasses.replace(p, t_slot=0) for p in plan.panels] == list(plain.panels)
+    # The merged panels read H as the update leaves it; the plain ones (H by columns) a copy.
+    plain_panels = [dataclasses.replace(p, mirrored=False) for p in plain.panels]
+    assert [dataclasses.replace(p, t_slot=0) for p in plan.panels] == plain_panels
     assert plan.t_slots == 2
     for op in merged:
         assert op.update.c_start == op.panel.col and op.rest_start == op.panel.col + op.panel.nb
@@ -351,3 +353,32 @@ def test_an_outer_block_width_other_than_zero_or_a_power_of_two_is_refused() -> 
     raw["shape"][0]["outer_block_width"] = 96
     with pytest.raises(ConfigError, match="outer_block_width = 96 must be 0 or a power of two"):
         parse_config(raw, Path("bad.toml"))
+
+
+def test_with_h_by_columns_each_update_stores_the_next_panels_columns_row_major_too() -> None:
+    """A panel fed by a Triton update reads the copy that update stored (no copy launch); the
+    first panel reads A, and one after a cuBLAS update still takes a copy."""
+    shape = load_config(DEFAULT_CONFIGS).for_shape(640, 512)
+    for library in ("triton", "cublas"):
+        changed = dataclasses.replace(shape, column_major=True, update_library=library)
+        plan = make_plan(640, 512, changed)
+        assert plan is not None
+        for before, op in itertools.pairwise(plan.ops):
+            if isinstance(op, PanelOp):
+                fed = isinstance(before, UpdateOp) and not before.library
+                assert op.mirrored is fed
+                assert not fed or (before.mirror, before.c_start) == (op.nb, op.col)
+        panels = [op for op in plan.ops if isinstance(op, PanelOp)]
+        assert (
+            not panels[0].mirrored
+            and sum(op.mirrored for op in panels)
+            == {
+                "triton": len(panels) - 1,
+                "cublas": len(panels) - len(range(0, 512, shape.block_width)),
+            }[library]
+        )
+    row_major = make_plan(640, 512, dataclasses.replace(shape, column_major=False))
+    assert row_major is not None
+    assert not any(
+        getattr(op, "mirror", 0) or getattr(op, "mirrored", False) for op in row_major.ops
+    )

@@ -147,6 +147,8 @@ def _panel_source(a: torch.Tensor, plan: Plan, op: PanelOp, out: Buffers) -> tor
         return a
     if not plan.shape.column_major:
         return out.h
+    if op.mirrored:
+        return out.rows
     below, cols = slice(op.col, None), slice(op.col, op.col + op.nb)
     out.rows[:, below, cols].copy_(out.h[:, below, cols])
     return out.rows
@@ -198,6 +200,9 @@ def _update(src: torch.Tensor, plan: Plan, op: UpdateOp, out: Buffers) -> None:
     hints = l2_hints(shape.update_l2_hints)
     span = (plan.n, op.col, op.nb, op.c_start, op.c_end)
     w = out.w
+    rows = out.rows if op.mirror else h  # h only stands in: without MIRROR nothing reads it
+    mirror = dict(mirror_ptr=rows, mirror_sb=rows.stride(0), mirror_sr=plan.n)
+    mirror |= dict(mirror_end=op.c_start + op.mirror, MIRROR=bool(op.mirror))
     if op.two_pass:
         qr_update_tw_kernel[(plan.batch * col_blocks,)](
             src, h, t, w, out.amax, *span, *src.stride(), *h.stride(), t.stride(0), t.stride(1),
@@ -214,14 +219,14 @@ def _update(src: torch.Tensor, plan: Plan, op: UpdateOp, out: Buffers) -> None:
     else:
         qr_update_kernel[(plan.batch * col_blocks,)](
             src, h, t, out.amax, *span, *src.stride(), *h.stride(), t.stride(0), t.stride(1),
-            num_stages=shape.update_stages, **tiles, **apply, **hints,
+            num_stages=shape.update_stages, **tiles, **apply, **hints, **mirror,
         )  # fmt: skip
         return
     row_blocks = triton.cdiv(plan.n - op.col, op.block_m)
     qr_update_apply_kernel[(plan.batch * row_blocks * col_blocks,)](
         src, h, w, t, out.amax, *span, *src.stride(), *h.stride(),
         w.stride(0), w.stride(1), t.stride(0), t.stride(1), W_HAS_T=op.two_pass, **tiles,
-        **apply,
+        **apply, **mirror,
     )  # fmt: skip
 
 

@@ -23,6 +23,7 @@ writes its T while that launch's update programs still read the finished block's
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 
@@ -53,6 +54,8 @@ class PanelOp:
     """Where its T goes on the diagonal of the block's T buffer."""
     t_slot: int = 0
     """Which of the plan's T buffers holds its block's T."""
+    mirrored: bool = False
+    """Its columns were stored row-major by the update before it (column-major H): no copy."""
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,9 @@ class UpdateOp:
     """Run by cuBLAS's batched GEMMs instead of Triton's programs (library_update.py)."""
     two_pass: bool = False
     """Two launches: Tᵀ·Vᵀ·C per column block, then V·W subtracted per tile (update.py)."""
+    mirror: int = 0
+    """Its first `mirror` columns, the next panel's, are also stored in the panels' row-major
+    copy (column-major H only; update.py's store_mirror)."""
 
     @property
     def passes_w(self) -> bool:
@@ -290,6 +296,8 @@ def make_plan(batch: int, n: int, shape: ShapeConfig) -> Plan | None:
         col = outer_end
     if shape.lookahead:
         ops = _look_ahead(ops, shape)
+    if shape.column_major:
+        ops = _mirrored(ops)
     parts = [op for op in ops if not isinstance(op, LookaheadOp)]
     parts += [part for op in ops if isinstance(op, LookaheadOp) for part in (op.update, op.panel)]
     panels = (PanelOp, SplitPanelOp)
@@ -344,6 +352,23 @@ def _look_ahead(ops: list[Op], shape: ShapeConfig) -> list[Op]:
         else:
             merged.append(op)
     return merged
+
+
+def _mirrored(ops: list[Op]) -> list[Op]:
+    """Each Triton update followed by the panel that starts at its first column stores that
+    panel's columns row-major as it finishes them, so the panel needs no copy of them."""
+    out = list(ops)
+    for i in range(1, len(out)):
+        update, panel = out[i - 1], out[i]
+        if (
+            isinstance(panel, PanelOp)
+            and isinstance(update, UpdateOp)
+            and not update.library
+            and update.c_start == panel.col
+        ):
+            out[i - 1] = dataclasses.replace(update, mirror=panel.nb)
+            out[i] = dataclasses.replace(panel, mirrored=True)
+    return out
 
 
 def _fused_plan(batch: int, n: int, nb: int, shape: ShapeConfig) -> Plan:

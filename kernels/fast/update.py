@@ -118,6 +118,10 @@ def update_columns(
     APPLY_PRECISION: tl.constexpr,
     KEEP: tl.constexpr,  # L2 policy of what is read again: V, and C in the first walk
     ONCE: tl.constexpr,  # and of what is not: C in the second walk, and its stores
+    mirror,  # one matrix of the panels' row-major copy (column-major H), when MIRROR
+    mirror_sr,
+    mirror_end,  # columns below this are also stored there: the next panel's
+    MIRROR: tl.constexpr,
 ):
     """C ← C − V·(Tᵀ·(Vᵀ·C)) on BN columns, walking rows [col0, n) twice; shared by the fused
     update programs and the whole-matrix program."""
@@ -142,6 +146,16 @@ def update_columns(
             c = tl.where(rows[:, None] < col0 + nb, c * unscale, c)
         c_to = dst + rows[:, None] * dst_sr + cols[None, :] * dst_sc
         tl.store(c_to, c, mask=mask, eviction_policy=ONCE)
+        store_mirror(mirror, rows, cols, c, mask, mirror_sr, mirror_end, MIRROR)
+
+
+@triton.jit
+def store_mirror(mirror, rows, cols, c, mask, mirror_sr, mirror_end, MIRROR: tl.constexpr):
+    """With H column-major, a panel reads its columns from a row-major copy (driver.py): the
+    update that finishes those columns stores them there too, so no copy launch is needed."""
+    if MIRROR:
+        at = mirror + rows[:, None] * mirror_sr + cols[None, :]
+        tl.store(at, c, mask=mask & (cols[None, :] < mirror_end))
 
 
 @triton.jit
@@ -170,6 +184,11 @@ def qr_update_kernel(
     APPLY_PRECISION: tl.constexpr,
     KEEP: tl.constexpr,  # "evict_last" with `update_l2_hints`, else "" (the default policy)
     ONCE: tl.constexpr,  # "evict_first" with `update_l2_hints`, else ""
+    mirror_ptr,  # batch × n × n, row-major: the panels' copy, when MIRROR
+    mirror_sb,
+    mirror_sr,
+    mirror_end,
+    MIRROR: tl.constexpr,
 ):
     """Grid (batch × column blocks,), a matrix's column blocks adjacent: apply the panel's block
     reflector to BN trailing columns. Programs that run side by side then share one matrix's V
@@ -183,7 +202,7 @@ def qr_update_kernel(
     update_columns(
         src_ptr + b * src_sb, dst_ptr + b * dst_sb, t_ptr + b * t_sb, t_sr, n, col0, nb, cols,
         c_end, scale_in, scale, src_sr, src_sc, dst_sr, dst_sc, NBP, BM, BN, PRECISION,
-        APPLY_PRECISION, KEEP, ONCE,
+        APPLY_PRECISION, KEEP, ONCE, mirror_ptr + b * mirror_sb, mirror_sr, mirror_end, MIRROR,
     )  # fmt: skip
 
 

@@ -13,7 +13,7 @@ import triton.language as tl
 
 from .products import product
 from .scale import scale_for
-from .update import load_v
+from .update import load_v, store_mirror
 
 
 @triton.jit
@@ -88,6 +88,11 @@ def qr_update_apply_kernel(
     PRECISION: tl.constexpr,
     APPLY_PRECISION: tl.constexpr,
     W_HAS_T: tl.constexpr,  # W is already Tᵀ·Vᵀ·C (the two-pass update's), not Vᵀ·C
+    mirror_ptr,  # as qr_update_kernel's (update.py)
+    mirror_sb,
+    mirror_sr,
+    mirror_end,
+    MIRROR: tl.constexpr,
 ):
     """Grid (batch × row blocks × column blocks,): C_tile ← C_tile − V_rows·(Tᵀ·W_cols). A
     matrix's tiles are adjacent, column blocks innermost, so the programs resident together
@@ -117,3 +122,4 @@ def qr_update_apply_kernel(
     c = c * scale_in - product(v, w, APPLY_PRECISION)
     c = tl.where(rows[:, None] < col0 + nb, c * (1.0 / scale), c)
     tl.store(dst + rows[:, None] * dst_sr + cols[None, :] * dst_sc, c, mask=mask)
+    store_mirror(mirror_ptr + b * mirror_sb, rows, cols, c, mask, mirror_sr, mirror_end, MIRROR)
