@@ -64,18 +64,23 @@ def _signed_lu(a, NB: tl.constexpr):
 
 @triton.jit
 def _upper_inverse(u, NB: tl.constexpr):
-    """U⁻¹ of an upper triangular NB × NB tile with nonzero diagonal, by back substitution."""
+    """U⁻¹ of an upper triangular NB × NB tile (NB a power of two ≤ 64) with nonzero diagonal,
+    by doubling: with the inverses of the diagonal blocks of size s known, each block of size
+    2s, [[A, B], [0, C]], gets −A⁻¹·B·C⁻¹ from two products of whole tiles. log₂ NB rounds of two
+    products replace NB dependent steps of cross-warp sums (the join's steps are its cost)."""
     i = tl.arange(0, NB)[:, None]
     c = tl.arange(0, NB)[None, :]
-    ut = tl.trans(u)
-    w = tl.zeros((NB, NB), tl.float32)
-    for step in range(NB):
-        k = NB - 1 - step
-        u_row = tl.sum(tl.where(c == k, ut, 0.0), axis=1, keep_dims=True)  # U[k, :] as NB × 1
-        d = tl.sum(tl.where(i == k, u_row, 0.0), axis=0, keep_dims=True)  # U[k, k]
-        known = tl.sum(tl.where(i > k, u_row, 0.0) * w, axis=0, keep_dims=True)  # 1 × NB
-        w = tl.where(i == k, (tl.where(c == k, 1.0, 0.0) - known) / d, w)
-    return w
+    inv = tl.where(i == c, 1.0 / tl.where(i == c, u, 1.0), 0.0)
+    for level in tl.static_range(6):
+        if (1 << level) < NB:
+            # B's places at this size: a row in the first half of its pair of blocks, a column
+            # in the block right of it. inv is block-diagonal at size s, so the products mix
+            # rows within A's block and columns within C's, and stay in B's places.
+            rows_block = i >> level
+            upper = ((rows_block & 1) == 0) & ((c >> level) == rows_block + 1)
+            b = tl.where(upper, u, 0.0)
+            inv -= tl.dot(tl.dot(inv, b, input_precision=EXACT), inv, input_precision=EXACT)
+    return inv
 
 
 @triton.jit
