@@ -27,7 +27,7 @@ from collections.abc import Callable
 
 import torch
 import triton
-from qrsup.kernels.fast.driver import l2_hints
+from qrsup.kernels.fast.driver import l2_hints, mirror_kwargs
 from qrsup.kernels.fast.library_update import cublas_precision
 from qrsup.kernels.fast.update import qr_update_kernel, qr_update_tw_kernel
 
@@ -105,7 +105,15 @@ def main() -> None:
             for hints in (False, True) if layout == "row" else (False,):
                 kwargs = tiles | dict(PRECISION=precision, APPLY_PRECISION=precision)
                 update = functools.partial(
-                    qr_update_kernel[grid], src, dst, t, amax, *span, **kwargs, **l2_hints(hints)
+                    qr_update_kernel[grid],
+                    src,
+                    dst,
+                    t,
+                    amax,
+                    *span,
+                    **kwargs,
+                    **l2_hints(hints),
+                    **mirror_kwargs(dst),
                 )
                 attempt(f"{label} {layout}{' L2 hints' if hints else ''}", update, report)
             if args.first_walk:

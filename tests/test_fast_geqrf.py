@@ -20,7 +20,7 @@ import triton.language as tl
 from qrsup.kernels import blocked_wy
 from qrsup.kernels.checker import check_factors
 from qrsup.kernels.fast.config import DEFAULT_CONFIGS, dump_config, load_config
-from qrsup.kernels.fast.driver import Buffers, l2_hints, run_plan
+from qrsup.kernels.fast.driver import Buffers, l2_hints, mirror_kwargs, run_plan
 from qrsup.kernels.fast.geqrf import FastGeqrf, NonFiniteInputError, geqrf
 from qrsup.kernels.fast.interpret import patch_scalar_index
 from qrsup.kernels.fast.library_update import cublas_precision
@@ -264,6 +264,7 @@ def test_update_kernel_matches_the_reference_block_reflector(hints: bool, precis
     qr_update_kernel[(batch * col_blocks,)](
         h, h, t.contiguous(), amax, n, col, nb, col + nb, n, *h.stride(), *h.stride(), nb * nb, nb,
         NBP=16, BM=16, BN=16, PRECISION=precision, APPLY_PRECISION=precision, **l2_hints(hints),
+        **mirror_kwargs(h),
     )  # fmt: skip
     expected = blocked_wy.apply_block_reflector_t(v, t, a[:, col:, col + nb :])
     assert torch.allclose(h[:, col:, col + nb :], expected, atol=1e-4)

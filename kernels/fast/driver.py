@@ -200,9 +200,7 @@ def _update(src: torch.Tensor, plan: Plan, op: UpdateOp, out: Buffers) -> None:
     hints = l2_hints(shape.update_l2_hints)
     span = (plan.n, op.col, op.nb, op.c_start, op.c_end)
     w = out.w
-    rows = out.rows if op.mirror else h  # h only stands in: without MIRROR nothing reads it
-    mirror = dict(mirror_ptr=rows, mirror_sb=rows.stride(0), mirror_sr=plan.n)
-    mirror |= dict(mirror_end=op.c_start + op.mirror, MIRROR=bool(op.mirror))
+    mirror = mirror_kwargs(h, out.rows if op.mirror else None, op.c_start + op.mirror)
     if op.two_pass:
         qr_update_tw_kernel[(plan.batch * col_blocks,)](
             src, h, t, w, out.amax, *span, *src.stride(), *h.stride(), t.stride(0), t.stride(1),
@@ -228,6 +226,17 @@ def _update(src: torch.Tensor, plan: Plan, op: UpdateOp, out: Buffers) -> None:
         w.stride(0), w.stride(1), t.stride(0), t.stride(1), W_HAS_T=op.two_pass, **tiles,
         **apply, **mirror,
     )  # fmt: skip
+
+
+def mirror_kwargs(
+    stand_in: torch.Tensor, rows: torch.Tensor | None = None, end: int = 0
+) -> dict[str, object]:
+    """The update kernels' store_mirror arguments: `rows`, the panels' row-major copy, gets the
+    columns before `end`; without it nothing is mirrored, and `stand_in`, any tensor on the
+    device, fills the pointer that is then never read."""
+    target = stand_in if rows is None else rows
+    mirror = dict(mirror_ptr=target, mirror_sb=target.stride(0), mirror_sr=target.stride(1))
+    return mirror | dict(mirror_end=end, MIRROR=rows is not None)
 
 
 def l2_hints(on: bool) -> dict[str, str]:
