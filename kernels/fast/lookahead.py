@@ -77,7 +77,7 @@ def qr_lookahead_kernel(
         p = tl.load(h + offs, mask=mask, other=0.0)  # PANEL_M × PNB
         factor_and_store(
             p, h, tau_ptr + b * tau_sb, tp_ptr + b * t_sb, m, pcol, scale, h_sr, h_sc, t_sr,
-            PANEL_M, PNB, PAIR_REDUCE,
+            PANEL_M, PNB, PAIR_REDUCE, False,
         )  # fmt: skip
     else:
         rest_cols = pcol + PNB + (j - 1) * BN + tl.arange(0, BN)

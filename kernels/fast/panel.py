@@ -21,11 +21,18 @@ def _add_pair(a0, b0, a1, b1):
 
 
 @triton.jit
-def householder_tile(p, BLOCK_M: tl.constexpr, NB: tl.constexpr, PAIR_REDUCE: tl.constexpr):
+def householder_tile(
+    p,
+    BLOCK_M: tl.constexpr,
+    NB: tl.constexpr,
+    PAIR_REDUCE: tl.constexpr,
+    SKIP_T: tl.constexpr,  # nothing reads the tile's T (a panel that is the whole matrix)
+):
     """Householder QR of a BLOCK_M × NB register tile (rows past the matrix are zero).
 
-    Returns the tile with R on and above its diagonal and V below it, the tile's T (NB × NB) and
-    its taus (1 × NB); shared by the panel program and the fused whole-matrix program.
+    Returns the tile with R on and above its diagonal and V below it, the tile's T (NB × NB;
+    zero under SKIP_T, which saves a reduction a step) and its taus (1 × NB); shared by the panel
+    program and the fused whole-matrix program.
     """
     r = tl.arange(0, BLOCK_M)
     c = tl.arange(0, NB)
@@ -63,10 +70,11 @@ def householder_tile(p, BLOCK_M: tl.constexpr, NB: tl.constexpr, PAIR_REDUCE: tl
         tau_w = tl.where(cols > i, tau * w, 0.0)  # 1 × NB
         p = tl.where(cols == i, column, p - v * tau_w)
 
-        gram = tl.where(cols < i, w, 0.0)  # (Vᵀvᵢ) over the earlier columns
-        t_gram = tl.sum(t * gram, axis=1, keep_dims=True)  # NB × 1
-        t_column = tl.where(t_rows < i, -tau * t_gram, tl.where(t_rows == i, tau, 0.0))
-        t = tl.where(cols == i, t_column, t)
+        if not SKIP_T:
+            gram = tl.where(cols < i, w, 0.0)  # (Vᵀvᵢ) over the earlier columns
+            t_gram = tl.sum(t * gram, axis=1, keep_dims=True)  # NB × 1
+            t_column = tl.where(t_rows < i, -tau * t_gram, tl.where(t_rows == i, tau, 0.0))
+            t = tl.where(cols == i, t_column, t)
         taus = tl.where(cols == i, tau, taus)
 
     return p, t, taus
@@ -87,6 +95,7 @@ def factor_and_store(
     BLOCK_M: tl.constexpr,
     NB: tl.constexpr,
     PAIR_REDUCE: tl.constexpr,
+    SKIP_T: tl.constexpr,  # as householder_tile's: T is neither formed nor stored
 ):
     """Factor a loaded panel and store its V/R, taus and T; shared by the panel programs of
     qr_panel_kernel and qr_lookahead_kernel."""
@@ -94,7 +103,7 @@ def factor_and_store(
     r = tl.arange(0, BLOCK_M)
     c = tl.arange(0, NB)
     mask = (r[:, None] < m) & (c[None, :] < ncols)
-    p, tt, taus = householder_tile(p, BLOCK_M, NB, PAIR_REDUCE)
+    p, tt, taus = householder_tile(p, BLOCK_M, NB, PAIR_REDUCE, SKIP_T)
     rows = r[:, None]  # BLOCK_M × 1
     cols = c[None, :]  # 1 × NB
     t_rows = c[:, None]  # NB × 1
@@ -102,7 +111,8 @@ def factor_and_store(
     offs_dst = (col0 + r)[:, None] * dst_sr + (col0 + c)[None, :] * dst_sc
     tl.store(dst + offs_dst, unscaled, mask=mask)
     tl.store(tau + col0 + cols, taus, mask=cols < ncols)
-    tl.store(t + t_rows * t_sr + cols, tt)
+    if not SKIP_T:
+        tl.store(t + t_rows * t_sr + cols, tt)
 
 
 @triton.jit
@@ -125,7 +135,7 @@ def qr_panel_kernel(
     t_sr,
     BLOCK_M: tl.constexpr,  # ≥ n − col0, a power of two
     NB: tl.constexpr,  # panel width, a power of two
-    SELF_SCALE: tl.constexpr,  # the panel is the whole matrix: find |A|max here
+    SELF_SCALE: tl.constexpr,  # the panel is the whole matrix: find |A|max here, skip T
     PAIR_REDUCE: tl.constexpr,  # one two-output reduction per step instead of two sums
 ):
     """One program per matrix: factor rows [col0, n) × columns [col0, col0 + NB) in place."""
@@ -148,5 +158,5 @@ def qr_panel_kernel(
 
     factor_and_store(
         p, dst_ptr + b * dst_sb, tau_ptr + b * tau_sb, t_ptr + b * t_sb, m, col0, scale,
-        dst_sr, dst_sc, t_sr, BLOCK_M, NB, PAIR_REDUCE,
+        dst_sr, dst_sc, t_sr, BLOCK_M, NB, PAIR_REDUCE, SELF_SCALE,
     )  # fmt: skip
