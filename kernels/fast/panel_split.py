@@ -44,18 +44,20 @@ def _signed_lu(a, NB: tl.constexpr):
     """LU of a·S − I without pivoting, S's signs chosen per column so each pivot is ≥ 1 in size.
 
     Returns U on and above the diagonal with Y's multipliers below it, and the signs (1 × NB).
+    A step takes row k and column k by one sum each; the pivot, s·a_kk − 1, is then known
+    without a third, and row k after the sign change differs from row k before it only there.
     """
     i = tl.arange(0, NB)[:, None]
     c = tl.arange(0, NB)[None, :]
     signs = tl.zeros((1, NB), tl.float32)
     for k in range(NB):
-        diagonal = tl.where((i == k) & (c == k), a, 0.0)
-        d = tl.sum(tl.sum(diagonal, axis=1, keep_dims=True), axis=0, keep_dims=True)  # 1 × 1
+        row = tl.sum(tl.where(i == k, a, 0.0), axis=0, keep_dims=True)  # 1 × NB
+        d = tl.sum(tl.where(c == k, row, 0.0), axis=1, keep_dims=True)  # 1 × 1
         s = tl.where(d >= 0.0, -1.0, 1.0)
         a = tl.where(c == k, s * a - tl.where(i == k, 1.0, 0.0), a)
+        pivot = s * d - 1.0
+        row = tl.where(c == k, pivot, row)
         column = tl.sum(tl.where(c == k, a, 0.0), axis=1, keep_dims=True)  # NB × 1
-        row = tl.sum(tl.where(i == k, a, 0.0), axis=0, keep_dims=True)  # 1 × NB
-        pivot = tl.sum(tl.where(i == k, column, 0.0), axis=0, keep_dims=True)  # 1 × 1
         mult = tl.where(i > k, column / pivot, 0.0)
         a = tl.where((i > k) & (c > k), a - mult * row, tl.where((i > k) & (c == k), mult, a))
         signs = tl.where(c == k, s, signs)
