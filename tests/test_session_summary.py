@@ -12,9 +12,11 @@ def _run(at_s: float, wall: float, total: float, ahead: float = 0.0) -> Evaluati
     phases = {"wall": wall, "total": total, "calibrate": 1.0, "load": 0.5, "tests": 2.0}
     phases |= {"benchmarks": 3.0, "started_ahead": ahead}
     # One timed spec: 2 ms a call, 4 calls a repetition, 250 repetitions: 2 s of kernel time;
-    # its harness cycle is 1 ms (0.25 s in all), its checks 0.4 s, the test's check 0.1 s.
+    # its harness cycle is 1 ms (0.25 s in all), its checks 0.4 s, the test's check 0.1 s; two
+    # of its repetitions were exported, each 50 ms dearer than a plain cycle.
     spec = {"kind": "benchmark", "count": 4, "stats": {"mean_ns": 2e6, "runs": 250}}
-    spec |= {"check_s": 0.4, "integrity": {"baseline": {"cycle_ns": 1e6}}}
+    baseline = {"cycle_ns": 1e6, "export_cycle_ns": 51e6}
+    spec |= {"check_s": 0.4, "checks": 2, "integrity": {"baseline": baseline}}
     test = {"kind": "test", "count": 1, "check_s": 0.1, "first_call_s": 1.5}
     report = {"phases_s": phases, "specs": [spec, test]}
     return Evaluation(0, "c", "a1", 1, "quick", Verdict.PASS, 1.0, {}, "", report, at_s)
@@ -39,10 +41,17 @@ def test_a_runs_wall_is_start_up_then_the_referees_phases_and_the_rest_is_other(
     assert summary.overhead_share_beyond_checks == pytest.approx(1 - (4.0 + 1.0) / 18.0)
     assert summary.warm_runs == 1
     assert summary.to_dict()["seconds_per_judge_run"]["startup"] == 1.75
-    # Each run's tests + benchmarks (5 s): checks 0.5, timed 2, cycles 0.25, the test's first
-    # call 1.5, the rest 0.75.
+    # Each run's tests + benchmarks (5 s): checks 0.5, timed 2, cycles 0.25, exports 0.1, the
+    # test's first call 1.5, the rest 0.65.
     assert summary.specs_s == pytest.approx(
-        {"checks": 1.0, "timed": 4.0, "harness cycles": 0.5, "first calls": 3.0, "rest": 1.5}
+        {
+            "checks": 1.0,
+            "timed": 4.0,
+            "harness cycles": 0.5,
+            "exports": 0.2,
+            "first calls": 3.0,
+            "rest": 1.3,
+        }
     )
 
 
