@@ -315,7 +315,8 @@ def test_a_held_compile_and_its_workers_end_when_the_agent_that_started_it_dies(
     )
     try:
         compiler = psutil.Process(int(agent.stdout.readline()))
-        wait_for(lambda: compiler.children(), 120, "the compiler's workers")
+        # Both workers, so the hold does not land on one still starting.
+        wait_for(lambda: len(compiler.children()) == 2, 120, "the compiler's workers")
         os.killpg(compiler.pid, signal.SIGSTOP)  # held, as while the judge times
         group = [compiler, *compiler.children()]
         wait_for(lambda: all(p.status() == psutil.STATUS_STOPPED for p in group), 30, "the hold")

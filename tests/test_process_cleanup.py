@@ -45,3 +45,36 @@ def test_a_reaped_child_is_not_killed_by_a_pid_that_may_be_reused(monkeypatch):
     finally:
         stranger.kill()
         stranger.wait()
+
+
+def test_a_child_stopped_as_it_is_forked_still_dies_with_its_parent():
+    """A fork's first own step stops it, before any initializer could ask to die with the
+    parent; the hook registered by forks_die_with_parent asked already."""
+    parent = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import os, signal, time\n"
+            "from qrsup.kernels.judge.processes import forks_die_with_parent\n"
+            "forks_die_with_parent()\n"
+            "child = os.fork()\n"
+            "if child == 0:\n"
+            "    os.kill(os.getpid(), signal.SIGSTOP)\n"
+            "    os._exit(0)\n"
+            "print(child, flush=True)\n"
+            "time.sleep(60)\n",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        child = psutil.Process(int(parent.stdout.readline()))
+        wait_for(lambda: child.status() == psutil.STATUS_STOPPED, 30, "the child to stop")
+        parent.kill()
+        parent.wait()
+        _, alive = psutil.wait_procs([child], timeout=10)
+        assert not alive
+    finally:
+        parent.kill()
+        parent.wait()

@@ -27,7 +27,7 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
-from ..judge.processes import die_with_parent
+from ..judge.processes import die_with_parent, forks_die_with_parent
 from ..suites import get_suite
 from . import driver
 from .config import Config, load_config
@@ -203,7 +203,9 @@ def map_forked(work: Work, launches: list[Launch], workers: int) -> list[str | N
     _FORKED[:] = [(work, launch) for launch in launches]
     context = multiprocessing.get_context("fork")
     # A worker left behind, held (an agent stops its compile while the judge times) or not, would
-    # outlive this process for good: each dies with it.
+    # outlive this process for good: each dies with it, asked as its fork returns, and its
+    # initializer ends it if this process is already gone.
+    forks_die_with_parent()
     with context.Pool(max(1, workers), die_with_parent, (os.getpid(),)) as pool:
         return pool.map(_run_forked, range(len(launches)))
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import signal
 import subprocess
@@ -30,6 +31,17 @@ def die_with_parent(parent: int) -> None:
     linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != parent:
         os._exit(1)
+
+
+@functools.cache
+def forks_die_with_parent() -> None:
+    """From now on, each child this process forks asks for SIGKILL at its parent's death as the
+    fork returns, before any code of its own runs. A pool worker stopped in its first moments
+    (an agent holds its compile while the judge times) never reached its initializer's
+    die_with_parent, and outlived its parent for good."""
+    os.register_at_fork(
+        after_in_child=functools.partial(linux.prctl, linux.PR_SET_PDEATHSIG, signal.SIGKILL)
+    )
 
 
 def make_undumpable() -> bool:
