@@ -347,11 +347,13 @@ def test_an_outer_block_no_wider_than_a_block_or_ending_the_matrix_changes_nothi
         assert (plan.ops, plan.t_width) == (plain.ops, plain.t_width)
 
 
-def test_an_outer_block_width_other_than_zero_or_a_power_of_two_is_refused() -> None:
+@pytest.mark.parametrize("width", [96, -64])
+def test_an_outer_block_width_other_than_zero_or_a_power_of_two_is_refused(width: int) -> None:
     raw = _shipped()
-    raw["space"]["outer_block_width"].append(96)
-    raw["shape"][0]["outer_block_width"] = 96
-    with pytest.raises(ConfigError, match="outer_block_width = 96 must be 0 or a power of two"):
+    raw["space"]["outer_block_width"].append(width)
+    raw["shape"][0]["outer_block_width"] = width
+    message = f"outer_block_width = {width} must be 0 or a power of two"
+    with pytest.raises(ConfigError, match=message):
         parse_config(raw, Path("bad.toml"))
 
 

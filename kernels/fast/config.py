@@ -307,11 +307,11 @@ def _parse_shape(raw: object, space: dict[str, tuple[object, ...]], where: str) 
     for key, known in _CHOICES.items():
         if getattr(shape, key) not in known:
             raise ConfigError(f"{where}: {key} = {getattr(shape, key)!r} is not one of {known}")
-    if shape.outer_block_width & (shape.outer_block_width - 1):
+    if shape.outer_block_width & (shape.outer_block_width - 1):  # every negative one too
         raise ConfigError(
             f"{where}: outer_block_width = {shape.outer_block_width} must be 0 or a power of two"
         )
-    for key in ("t_gram_rows", "panel_split_rows", "outer_block_width"):
+    for key in ("t_gram_rows", "panel_split_rows"):
         if getattr(shape, key) < 0:
             raise ConfigError(f"{where}: {key} = {getattr(shape, key)} must be ≥ 0")
     return shape
