@@ -9,10 +9,13 @@ batch's factors from the contestant to the referee, and the alternatives a chang
 - `tofile`: writing that into the export file (as the contestant does, after a truncation);
 - `pinned copy` / `mmap copy`: a copy into pinned memory, or straight into the file's mapped pages;
 - `from_file`: the referee's read of the file; `to(device)`: its copy back to the device;
-- `generate` and `check`: regenerating the input and grading the factors (the shipped kernel's).
+- `generate` and `check`: regenerating the input and grading the factors (the shipped kernel's);
+- `area export` / `area to(device)`: the judge's way since 2026-12-04, a copy into the shared
+  export area (kernels/judge/export_area.py, pinned on a GPU) and the referee's copy of it back
+  to the device through its own mapping; the first round also maps and pins the area.
 
 `python scripts/measure_export_cycle.py --spec 640x512 --device cuda --dirs /tmp /dev/shm`
-prints the median of `--rounds` rounds for each step and directory.
+prints the median of `--rounds` rounds for each step and directory, then the export area's.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from qrsup.kernels.checker import check_factors
 from qrsup.kernels.fast.geqrf import geqrf
 from qrsup.kernels.fast.precompile import parse_shape
 from qrsup.kernels.generators import generate_input
+from qrsup.kernels.judge.export_area import ExportArea
 from qrsup.kernels.suites import Spec
 
 
@@ -90,6 +94,22 @@ def one_round(spec: Spec, device: torch.device, folder: Path) -> dict[str, float
     return seconds
 
 
+def area_round(spec: Spec, device: torch.device, areas: tuple[ExportArea, ExportArea]) -> dict:
+    """The contestant's export into the shared area and the referee's read of it, each
+    through its own mapping of the same pages."""
+    writer, reader = areas
+    a = generate_input(spec, device)
+    h, tau = geqrf(a, check_finite=False) if device.type == "cuda" else torch.geqrf(a)
+    flat = torch.cat([h.reshape(-1), tau.reshape(-1)])
+    seconds: dict[str, float] = {}
+    target = writer.floats(flat.numel())
+    seconds["area export"], _ = timed(lambda: target.copy_(flat, non_blocking=True), device)
+    source = reader.floats(flat.numel())
+    seconds["area to(device)"], back = timed(lambda: source.to(device), device)
+    assert torch.equal(back, flat)
+    return seconds
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--spec", type=parse_shape, default="640x512", help="BATCHxN")
@@ -108,6 +128,15 @@ def main() -> None:
             f"{step} {1e3 * statistics.median(r[step] for r in rounds):.1f}" for step in rounds[0]
         )
         print(f"{folder}: median ms over {args.rounds} rounds: {line}", flush=True)
+    pin = device.type == "cuda"
+    writer = ExportArea.create(batch * n * (n + 1) * 4, pin)
+    reader = ExportArea(os.dup(writer.fd), pin)
+    rounds = [area_round(spec, device, (writer, reader)) for _ in range(args.rounds)]
+    first = ", ".join(f"{step} {1e3 * seconds:.1f}" for step, seconds in rounds[0].items())
+    steady = ", ".join(
+        f"{step} {1e3 * statistics.median(r[step] for r in rounds[1:]):.1f}" for step in rounds[0]
+    )
+    print(f"export area: first round ms: {first}; median of the rest: {steady}")
 
 
 if __name__ == "__main__":

@@ -329,9 +329,29 @@ def test_a_pass_reports_its_closest_call_with_that_calls_own_allowance():
     exported = [Cycle(1 * MS, 1 * MS, 1 * MS + 300 * MS + 5 * MS, 0.0, True)] * 5
     verdict = judge_integrity(plain + exported, baseline, CUDA_TOLERANCE)
     assert verdict.ok, verdict.reason
-    # The plain cycles: 0.4 ms of 0.1 + 0.5 + 0.5 × 2 ms; the exported: 5 ms of 150.6 ms.
+    # The plain cycles: 0.4 ms of 0.1 + 0.5 + 0.5 × 2 ms; the exported: 5 ms of that + 0.1 × 298.
     assert verdict.unaccounted_ns == pytest.approx(0.4 * MS)
     assert verdict.allowed_ns == pytest.approx(1.6 * MS)
+
+
+def test_work_deferred_to_the_export_gets_a_small_share_of_the_export_not_half_the_cycle():
+    """A candidate hears that its outputs will be checked only after its window, and can do its
+    work then. Half an exported cycle hid 8 ms of it at 640×512 (8 ms of harness, 14 ms of
+    DMA); a tenth of the export's share does not, and leaves an honest export room for its
+    own jitter."""
+    baseline = CycleBaseline(cycle_ns=8 * MS, export_cycle_ns=22 * MS, jitter_ns=0.1 * MS)
+    plain = [Cycle(0.05 * MS, 0.05 * MS, 0.05 * MS + 8 * MS, 0.0, False)] * 20
+
+    def exported(extra_ms: float) -> list[Cycle]:
+        return [Cycle(0.05 * MS, 0.05 * MS, (0.05 + 22 + extra_ms) * MS, 0.0, True)] * 3
+
+    # Allowed 0.1 + 0.5 + 0.5 × 8 ms + 0.1 × 14 ms = 6 ms beyond the exported cycle.
+    assert not judge_integrity(plain + exported(8.0), baseline, CUDA_TOLERANCE).ok
+    assert judge_integrity(plain + exported(5.5), baseline, CUDA_TOLERANCE).ok
+    half = replace(CUDA_TOLERANCE, export_slack=CUDA_TOLERANCE.harness_slack)
+    assert judge_integrity(plain + exported(8.0), baseline, half).ok
+    # The CPU's allowance is unchanged: twice the exported cycle.
+    assert CPU_TOLERANCE.export_slack == CPU_TOLERANCE.harness_slack
 
 
 def test_a_baseline_below_zero_takes_nothing_from_the_allowance():

@@ -214,3 +214,19 @@ def test_work_hidden_on_a_side_queue_fails_integrity_within_seconds_under_the_co
     assert report.seeded.startswith("precompiled"), report.seeded
     assert report.phases_s["benchmarks"] < 30, (report.phases_s, attempts)
     assert report.specs[0]["gate"] == "integrity"
+
+
+@pytest.mark.gpu
+def test_work_deferred_to_the_checked_repetitions_exports_fails_integrity(tmp_path: Path):
+    """The candidate does its work only in the exports the referee asks for after a window, the
+    repetitions it will check. With exports through a file (80 ms at 8×2048 on an H200) half an
+    exported cycle covered the spec's whole kernel (9.6 ms); as a DMA judged at a tenth of its
+    cost, it does not."""
+    cheater = CHEATERS / "defers_work_to_the_export.py"
+    suite = Suite("deferred", tests=(), benchmarks=(Spec(8, 2048, 1, "dense", 5),))
+    cache = per_source(tmp_path)(cheater)
+    report = judge(cheater, "bench", device="cuda", rule="quick", suite=suite, triton_cache=cache)
+    spec = report.specs[0]
+    seen = {key: spec.get(key) for key in ("stats", "integrity")}
+    assert report.verdict == "fail", f"{report.reason} {seen}"
+    assert spec["gate"] == "integrity", seen

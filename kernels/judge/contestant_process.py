@@ -9,10 +9,11 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass, replace
-from pathlib import Path
+from dataclasses import dataclass
 
 import psutil
+from qrsup.kernels.judge.contestant_launch import ContestantLaunch
+from qrsup.kernels.judge.export_area import ExportArea
 from qrsup.kernels.judge.processes import (
     kill_child_tree,
     other_threads_ran_ns,
@@ -28,7 +29,7 @@ from qrsup.kernels.judge.protocol import (
     encode,
     write_all,
 )
-from qrsup.kernels.judge.sandbox import IsolationSettings, plan_sandbox
+from qrsup.kernels.judge.sandbox import plan_sandbox
 from qrsup.kernels.profiling.trace import TRACE_FILE
 
 
@@ -40,45 +41,6 @@ class ContestantFailure(RuntimeError):
         super().__init__(reason)
         self.kind = kind
         self.reason = reason
-
-
-@dataclass(frozen=True)
-class ContestantLaunch:
-    """What the referee decides about the contestant before it starts."""
-
-    device: str
-    work_dir: Path
-    memory_limit_bytes: int
-    max_file_bytes: int
-    isolation: IsolationSettings
-    triton_cache: Path | None = None
-    start_timeout_s: float = 60.0
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            **asdict(self),
-            "work_dir": str(self.work_dir),
-            "isolation": self.isolation.to_dict(),
-            "triton_cache": str(self.triton_cache) if self.triton_cache is not None else None,
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict) -> ContestantLaunch:
-        cache = data.get("triton_cache")
-        return cls(
-            **{
-                **data,
-                "work_dir": Path(data["work_dir"]),
-                "isolation": IsolationSettings.from_dict(data["isolation"]),
-                "triton_cache": Path(cache) if cache else None,
-            }
-        )
-
-    def serves(self, wanted: ContestantLaunch) -> bool:
-        """A contestant launched so may run one that `wanted` describes: the same boundary,
-        wherever its work directory is, with at least the file size `wanted` needs."""
-        same = replace(self, work_dir=wanted.work_dir, max_file_bytes=wanted.max_file_bytes)
-        return same == wanted and self.max_file_bytes >= wanted.max_file_bytes
 
 
 @dataclass
@@ -95,8 +57,9 @@ class ContestantProcess:
     """A contestant behind the sandbox's boundary, talking over private pipes and files.
 
     Its outputs come back through descriptors the referee opened: replies, exported factors
-    (`export_path`), a profile trace (`trace_path`) and its stdout/stderr (`output_path`). The
-    candidate's source goes in the same way, through `source_path`, when `load` is asked.
+    (`exports`, memory both map), a profile trace (`trace_path`) and its stdout/stderr
+    (`output_path`). The candidate's source goes in the same way, through `source_path`, when
+    `load` is asked.
     """
 
     def __init__(self, launch: ContestantLaunch) -> None:
@@ -104,16 +67,17 @@ class ContestantProcess:
         self._reply_read, reply_write = os.pipe()
         status_read, status_write = os.pipe()
         work_dir = launch.work_dir
-        self.export_path, self.trace_path = work_dir / "outputs.f32", work_dir / TRACE_FILE
-        self._export_fd = os.open(self.export_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+        self.trace_path = work_dir / TRACE_FILE
+        device = "cuda:0" if launch.device.startswith("cuda") else "cpu"
+        self.exports = ExportArea.create(launch.max_file_bytes, pin=device != "cpu")
+        export_fd = self.exports.fd
         trace_fd = os.open(self.trace_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         self.source_path = work_dir / "candidate-source.py"
         source_fd = os.open(self.source_path, os.O_RDONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         self._output = open(work_dir / "candidate-output.log", "ab")  # noqa: SIM115 - lives as long as the process
         self._memory_limit = launch.memory_limit_bytes
-        device = "cuda:0" if launch.device.startswith("cuda") else "cpu"
         contestant = [sys.executable, "-m", "qrsup.kernels.judge.contestant"]
-        arguments = (cmd_read, reply_write, device, self._export_fd, trace_fd, source_fd)
+        arguments = (cmd_read, reply_write, device, export_fd, trace_fd, source_fd)
         contestant += [str(argument) for argument in arguments]
         policy = plan_sandbox(
             launch.isolation,
@@ -130,7 +94,7 @@ class ContestantProcess:
         )
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "qrsup.kernels.judge.sandbox_main", policy.to_json()],
-            pass_fds=(cmd_read, reply_write, self._export_fd, trace_fd, source_fd, status_write),
+            pass_fds=(cmd_read, reply_write, export_fd, trace_fd, source_fd, status_write),
             stdin=subprocess.DEVNULL,
             stdout=self._output,
             stderr=subprocess.STDOUT,
@@ -246,9 +210,10 @@ class ContestantProcess:
             except (OSError, subprocess.TimeoutExpired):
                 pass
         self.kill()
-        for fd in (self._cmd_write, self._reply_read, self._export_fd):
+        for fd in (self._cmd_write, self._reply_read):
             with contextlib.suppress(OSError):
                 os.close(fd)
+        self.exports.close()
         self._output.close()
 
     def kill(self) -> None:

@@ -78,20 +78,31 @@ class Tolerance:
     last event, the reply) does not grow with the kernel's time; hidden work does. On a loaded
     H200 a side-queue cheater's claimed time (its launching, slowed by the load) was four times
     its hidden work, inside the whole cycle's 25%."""
+    export_slack: float = 0.0
+    """The share of the calibrated export cost an exported cycle may run beyond it. A candidate
+    learns that its outputs will be checked only after its window, so work it defers to the
+    export is judged here: at `harness_slack` an H200's 8×2048 export (80 ms, when it went
+    through a file) hid that spec's whole kernel."""
 
 
 # A GPU host is quiet while the device works; CPU cycles share cores with the candidate's own
 # threads and with whatever else the host runs, so they get far more room.
 # On the CPU nothing drains after the window, and hidden threads are charged by CPU accounting.
+# A GPU export is a DMA of fixed size that a busy host does not slow (its wake-up is excused).
 CUDA_TOLERANCE = Tolerance(
     min_slack_ns=500_000,
     relative_slack=0.25,
     harness_slack=0.5,
     check_window=True,
     window_relative_slack=0.05,
+    export_slack=0.1,
 )
 CPU_TOLERANCE = Tolerance(
-    min_slack_ns=3_000_000, relative_slack=0.5, harness_slack=2.0, check_window=False
+    min_slack_ns=3_000_000,
+    relative_slack=0.5,
+    harness_slack=2.0,
+    check_window=False,
+    export_slack=2.0,
 )
 
 
@@ -330,7 +341,10 @@ def judge_integrity(
             continue
         base = baseline.export_cycle_ns if exported else baseline.cycle_ns
         extras = [c.harness_ns - base for c in group]
-        limit = allowed + tolerance.harness_slack * max(base, 0.0)
+        limit = allowed + tolerance.harness_slack * max(baseline.cycle_ns, 0.0)
+        if exported:
+            export = baseline.export_cycle_ns - baseline.cycle_ns
+            limit += tolerance.export_slack * max(export, 0.0)
         accountings.append(Accounting(statistics.median(extras), limit, "wall-clock"))
         mean = trimmed_mean(extras)
         if mean is not None:

@@ -11,7 +11,8 @@ import json
 import os
 import sys
 
-from qrsup.kernels.judge.contestant_process import ContestantLaunch, ContestantProcess
+from qrsup.kernels.judge.contestant_launch import ContestantLaunch
+from qrsup.kernels.judge.contestant_process import ContestantProcess
 from qrsup.kernels.judge.processes import become_subreaper, die_with_parent, make_undumpable
 
 

@@ -21,7 +21,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from qrsup.kernels.judge.contestant_process import ContestantLaunch
+from qrsup.kernels.judge.contestant_launch import ContestantLaunch
 from qrsup.kernels.judge.environment import judged_environment
 from qrsup.kernels.judge.processes import (
     become_subreaper,

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-from qrsup.kernels.judge.contestant_process import ContestantLaunch
+from qrsup.kernels.judge.contestant_launch import ContestantLaunch
 from qrsup.kernels.judge.device_turns import DeviceTurns, turn_file
 from qrsup.kernels.judge.manifest import changed_files
 from qrsup.kernels.judge.referee_process import RefereeProcess, read_output

@@ -1,0 +1,35 @@
+"""The memory the contestant's exports pass through: shared, bounded, and gone when closed."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+from qrsup.kernels.judge.export_area import ExportArea
+
+
+def test_what_one_side_writes_the_other_reads_through_its_own_mapping():
+    referee = ExportArea.create(4096, pin=False)
+    contestant = ExportArea(os.dup(referee.fd), pin=False)
+    contestant.floats(6).copy_(torch.arange(6, dtype=torch.float32))
+    assert referee.floats(6).tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+    contestant.close()
+    referee.close()
+
+
+def test_an_export_larger_than_the_area_is_refused_with_both_sizes():
+    area = ExportArea.create(64, pin=False)
+    assert area.floats(16).numel() == 16
+    with pytest.raises(ValueError, match="an export of 68 bytes does not fit the 64-byte"):
+        area.floats(17)
+    area.close()
+
+
+def test_a_closed_area_gives_back_its_descriptor():
+    area = ExportArea.create(64, pin=False)
+    fd = area.fd
+    area.close()
+    with pytest.raises(OSError):
+        os.fstat(fd)
+    area.close()  # a second close is harmless
