@@ -215,7 +215,7 @@ class IntegrityVerdict:
 def export_cost_ns(plain: Sequence[Cycle], exported: Cycle) -> float:
     """What handing the outputs back adds to a spec's do-nothing cycle. It depends on the
     outputs' size alone, so specs of one shape share one measurement: on an H200 a 640×512
-    batch's export costs about 0.6 s, against a few ms for the cycle itself."""
+    batch's export costs about 13 ms (0.2 to 0.6 s through a file), against 3 ms for the cycle."""
     return exported.harness_ns - statistics.median(c.harness_ns for c in plain)
 
 
