@@ -33,3 +33,11 @@ def test_a_closed_area_gives_back_its_descriptor():
     with pytest.raises(OSError):
         os.fstat(fd)
     area.close()  # a second close is harmless
+
+
+def test_closing_while_a_view_is_alive_leaves_the_view_readable():
+    area = ExportArea.create(64, pin=False)
+    view = area.floats(4)
+    view.fill_(2.0)
+    area.close()
+    assert view.tolist() == [2.0, 2.0, 2.0, 2.0]
