@@ -36,6 +36,7 @@ class SessionSummary:
     phases_s: dict[str, float]  # summed over the judge runs
     warm_runs: int  # judge runs whose referee had been started ahead
     specs_s: dict[str, float]  # tests + benchmarks, split as the module's text says
+    integrity: dict[str, int]  # see `_integrity_counts`
 
     @property
     def candidates_per_hour(self) -> float | None:
@@ -77,6 +78,7 @@ class SessionSummary:
                 name: round(total / per_run, 2) for name, total in self.specs_s.items()
             },
             "warm_runs": self.warm_runs,
+            "integrity": self.integrity,
         }
 
 
@@ -113,7 +115,27 @@ def summarize(evaluations: Iterable[Evaluation], iterations: Iterable[Iteration]
             in_specs[name] += seconds
     minutes = (runs[-1].created_at - runs[0].created_at) / 60 if len(runs) > 1 else 0.0
     candidates = sum(1 for i in iterations if i.evaluated)
-    return SessionSummary(minutes, candidates, len(runs), wall, kernel, phases, warm, in_specs)
+    integrity = _integrity_counts(runs)
+    return SessionSummary(
+        minutes, candidates, len(runs), wall, kernel, phases, warm, in_specs, integrity
+    )
+
+
+def _integrity_counts(runs: list[Evaluation]) -> dict[str, int]:
+    """Verdicts of the timing-integrity check: the candidates and specs it failed, and the
+    specs it missed once and timed again in a fresh contestant (passed or not), which an honest
+    loop should rarely need."""
+    failed: set[str] = set()
+    counts = {"candidates_failed": 0, "specs_failed": 0, "specs_timed_again": 0}
+    for run in runs:
+        for spec in run.report.get("specs", []):
+            if spec.get("gate") == "integrity":
+                counts["specs_failed"] += 1
+                failed.add(run.candidate_id)
+            if (spec.get("integrity") or {}).get("first_attempt"):
+                counts["specs_timed_again"] += 1
+    counts["candidates_failed"] = len(failed)
+    return counts
 
 
 def _timed_s(spec: dict) -> float:

@@ -58,3 +58,22 @@ def test_a_runs_wall_is_start_up_then_the_referees_phases_and_the_rest_is_other(
 def test_a_single_run_has_no_rate():
     summary = summarize([_run(0, 10.0, 7.0)], [])
     assert summary.minutes == 0.0 and summary.candidates_per_hour is None
+
+
+def test_integrity_failures_and_second_attempts_are_counted_by_candidate_and_spec():
+    missed_once = {"first_attempt": {"ok": False}, "baseline": {"cycle_ns": 1e6}}
+    twice = {"kind": "benchmark", "gate": "integrity", "integrity": missed_once}
+    again = {"kind": "benchmark", "integrity": missed_once}
+
+    def run(candidate: str, specs: list[dict]) -> Evaluation:
+        report = {"phases_s": {"wall": 1.0, "total": 1.0}, "specs": specs}
+        return Evaluation(0, candidate, "a1", 1, "quick", Verdict.PASS, 1.0, {}, "", report, 0.0)
+
+    runs = [run("c1", [twice, again]), run("c1", [twice]), run("c2", [again]), run("c3", [])]
+    summary = summarize(runs, [])
+    assert summary.integrity == {
+        "candidates_failed": 1,
+        "specs_failed": 2,
+        "specs_timed_again": 4,
+    }
+    assert summary.to_dict()["integrity"] == summary.integrity
