@@ -1,0 +1,48 @@
+"""The per-spec table `qrsup test` and `qrsup bench` print."""
+
+from __future__ import annotations
+
+from qrsup.kernels.judge.report import JudgeReport
+from qrsup.supervisor.judge_view import report_table, spec_note
+from rich.console import Console
+
+RETRIED = {
+    "index": 0,
+    "kind": "benchmark",
+    "label": "2x4096 dense c1",
+    "status": "pass",
+    "stats": {"mean_ns": 25.4e6, "err_ns": 0.02e6},
+    "checks": 3,
+    "integrity": {
+        "ok": True,
+        "first_attempt": {
+            "ok": False,
+            "clock": "timed-window",
+            "unaccounted_ns": 3343407.0,
+            "allowed_ns": 2778121.0,
+        },
+    },
+}
+
+
+def _printed(specs: list[dict]) -> str:
+    report = JudgeReport("pass", "", "c.py", "", "qr_v2", "bench", None, specs=specs)
+    console = Console(record=True, width=300)
+    console.print(report_table(report))
+    return console.export_text()
+
+
+def test_a_pass_that_needed_a_second_attempt_says_so_with_the_first_attempts_figures():
+    assert spec_note(RETRIED) == (
+        "timed again in a fresh contestant: the first attempt's timed-window accounting found "
+        "3.343 ms unaccounted, 2.778 ms allowed"
+    )
+    assert "timed again in a fresh contestant" in _printed([RETRIED])
+
+
+def test_a_clean_pass_has_no_note_and_a_failure_shows_its_reason():
+    clean = {**RETRIED, "integrity": {"ok": True}}
+    failed = {**RETRIED, "index": 1, "status": "fail", "reason": "timing integrity: …\nmore"}
+    printed = _printed([clean, failed])
+    assert "timed again" not in printed
+    assert "timing integrity: …" in printed and "more" not in printed
