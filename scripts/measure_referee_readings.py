@@ -1,9 +1,10 @@
 """What one of the referee's readings of a contestant costs, by the contestant's thread count.
 
 The referee reads the contestant's CPU time, its other threads' times and its main thread's wait
-four times a timed cycle, two of them between the exchanges. Each thread is one more /proc file,
-so a contestant that gains threads after calibration (thread pools, the candidate's imports)
-makes every later cycle's bookkeeping dearer. Run: python scripts/measure_referee_readings.py
+four times a timed cycle, two of them between the exchanges. Each thread is one more /proc file
+(kept open between readings since 2026-12-04), so a contestant that gains threads after
+calibration (thread pools, the candidate's imports) makes every later cycle's bookkeeping
+dearer. Run: python scripts/measure_referee_readings.py
 """
 
 from __future__ import annotations
@@ -15,18 +16,20 @@ import threading
 import time
 
 import psutil
-from qrsup.kernels.judge.processes import other_threads_ran_ns, schedstat
+from qrsup.kernels.judge.processes import ThreadTimes, schedstat
 
 
 def reading_us(process: psutil.Process, repeats: int) -> float:
     """Median µs of one reading as the referee takes it (CPU times, threads, the main wait)."""
     costs = []
+    threads = ThreadTimes(process.pid)
     for _ in range(repeats):
         start = time.perf_counter_ns()
         process.cpu_times()
-        other_threads_ran_ns(process.pid)
+        threads.other_threads_ran_ns()
         schedstat(process.pid)
         costs.append((time.perf_counter_ns() - start) / 1e3)
+    threads.close()
     return statistics.median(costs)
 
 

@@ -15,8 +15,8 @@ import psutil
 from qrsup.kernels.judge.contestant_launch import ContestantLaunch
 from qrsup.kernels.judge.export_area import ExportArea
 from qrsup.kernels.judge.processes import (
+    ThreadTimes,
     kill_child_tree,
-    other_threads_ran_ns,
     schedstat,
     tree_rss_bytes,
 )
@@ -109,6 +109,7 @@ class ContestantProcess:
             self._ps = psutil.Process(int(self.boundary.get("pid", self._proc.pid)))
         except psutil.NoSuchProcess:
             self._ps = psutil.Process()  # it is gone already: the first question says so
+        self._threads = ThreadTimes(self._ps.pid)
 
     def _read_status(self, fd: int, timeout_s: float) -> dict:
         """The launcher's one line on the boundary it set up; empty if it died first."""
@@ -126,7 +127,7 @@ class ContestantProcess:
 
     def thread_times_ns(self) -> tuple[int, int]:
         """(its other threads' time on a CPU, its main thread's wait for a CPU) so far."""
-        return other_threads_ran_ns(self._ps.pid), schedstat(self._ps.pid)[1]
+        return self._threads.other_threads_ran_ns(), schedstat(self._ps.pid)[1]
 
     def cpu_time_ns(self) -> int:
         """User plus system CPU time of all the contestant's threads so far."""
@@ -214,6 +215,7 @@ class ContestantProcess:
             with contextlib.suppress(OSError):
                 os.close(fd)
         self.exports.close()
+        self._threads.close()
         self._output.close()
 
     def kill(self) -> None:

@@ -125,18 +125,61 @@ def schedstat_of(path: str) -> tuple[int, int]:
         return 0, 0
 
 
-def other_threads_ran_ns(pid: int) -> int:
+class ThreadTimes:
     """Time on a CPU of a process's threads other than its main one, in ns (schedstat's clock,
-    finer than the tick-counted CPU times)."""
-    total = 0
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return 0
-    for task in tasks:
-        if task != str(pid):
-            total += schedstat_of(f"/proc/{pid}/task/{task}/schedstat")[0]
-    return total
+    finer than the tick-counted CPU times), with each thread's file kept open between readings.
+
+    The referee reads them four times a repetition. Opened anew each time, 61 threads' files
+    cost 0.63 ms a reading (a GPU contestant has about that many; the referee's bookkeeping
+    was 1.1 to 1.4 ms a repetition on an H200); read again through open descriptors, 0.09 ms.
+    At most KEPT_OPEN stay open, so a contestant with thousands of threads costs the referee
+    opens, never its descriptors."""
+
+    KEPT_OPEN = 256
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self._open: dict[str, int] = {}
+
+    def other_threads_ran_ns(self) -> int:
+        try:
+            tasks = [task for task in os.listdir(f"/proc/{self.pid}/task") if task != str(self.pid)]
+        except OSError:
+            return 0
+        gone = set(self._open) - set(tasks)
+        for task in gone:
+            os.close(self._open.pop(task))
+        return sum(self._ran_ns(task) for task in tasks)
+
+    def _ran_ns(self, task: str) -> int:
+        fd = self._open.get(task)
+        if fd is not None:
+            try:
+                return _ran_of(os.pread(fd, 128, 0))
+            except OSError:  # that thread ended and another took its id: open the new one's
+                os.close(self._open.pop(task))
+        path = f"/proc/{self.pid}/task/{task}/schedstat"
+        if len(self._open) >= self.KEPT_OPEN:
+            return schedstat_of(path)[0]
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            return 0  # the thread ended between the listing and the read
+        self._open[task] = fd
+        try:
+            return _ran_of(os.pread(fd, 128, 0))
+        except OSError:
+            return 0
+
+    def close(self) -> None:
+        for fd in self._open.values():
+            os.close(fd)
+        self._open.clear()
+
+
+def _ran_of(schedstat_text: bytes) -> int:
+    fields = schedstat_text.split()
+    return int(fields[0]) if fields else 0
 
 
 def tree_rss_bytes(pid: int) -> int:
