@@ -8,7 +8,10 @@ import sys
 import time
 
 import psutil
+from qrsup.kernels.judge.contestant_launch import ContestantLaunch
+from qrsup.kernels.judge.contestant_process import ContestantProcess
 from qrsup.kernels.judge.processes import tree_pids, tree_rss_bytes
+from qrsup.kernels.judge.sandbox import IsolationSettings
 
 from tests.loop_helpers import wait_for
 
@@ -43,3 +46,19 @@ def test_a_gone_process_holds_nothing():
     time.sleep(0.1)
     assert tree_pids(done.pid) == []
     assert tree_rss_bytes(done.pid) == 0
+
+
+def test_the_watch_sees_a_contestant_behind_its_namespaces(tmp_path):
+    """The contestant runs in its own pid namespace; its tree, as the referee walks it, is the
+    launcher and the contestant, and holds what psutil's scan finds (torch loaded: MiBs)."""
+    launch = ContestantLaunch("cpu", tmp_path, 8 << 30, 64 << 20, IsolationSettings())
+    contestant = ContestantProcess(launch)
+    try:
+        contestant.ask({"op": "hello"}, 120, "start")  # torch is loaded once it answers
+        pids = tree_pids(contestant.pid)
+        assert len(pids) >= 2 and contestant.boundary["pid"] in pids
+        by_psutil = sum(psutil.Process(pid).memory_info().rss for pid in pids)
+        assert abs(tree_rss_bytes(contestant.pid) - by_psutil) < 4 << 20
+        assert by_psutil > 100 << 20
+    finally:
+        contestant.close()
