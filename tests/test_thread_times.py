@@ -33,20 +33,26 @@ def test_kept_descriptors_read_what_a_fresh_open_reads_as_threads_come_and_go():
     first.join()
     # The spun thread has ended: neither reading counts it, and its descriptor is let go.
     assert abs(times.other_threads_ran_ns() - _afresh(os.getpid())) < 5_000_000
-    hold, done = threading.Event(), threading.Event()
+    steps = [threading.Event() for _ in range(4)]  # spun once, go on, spun twice, end
 
-    def spin_then_hold() -> None:
+    def spin_twice() -> None:
         _spin(0.05)
-        done.set()
-        hold.wait()
+        steps[0].set()
+        steps[1].wait()
+        _spin(0.05)
+        steps[2].set()
+        steps[3].wait()
 
-    second = threading.Thread(target=spin_then_hold)
+    second = threading.Thread(target=spin_twice)
     second.start()
-    done.wait()
-    seen, afresh = times.other_threads_ran_ns(), _afresh(os.getpid())
-    assert seen >= 40_000_000  # the new thread's 50 ms of spinning
-    assert abs(seen - afresh) < 5_000_000
-    hold.set()
+    steps[0].wait()
+    once = times.other_threads_ran_ns()  # opens the new thread's file
+    assert once >= 40_000_000 and abs(once - _afresh(os.getpid())) < 5_000_000
+    steps[1].set()
+    steps[2].wait()
+    twice = times.other_threads_ran_ns()  # reads it again through the kept descriptor
+    assert twice - once >= 40_000_000 and abs(twice - _afresh(os.getpid())) < 5_000_000
+    steps[3].set()
     second.join()
     times.close()
 
