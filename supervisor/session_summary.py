@@ -11,9 +11,8 @@ saving must come from: the correctness checks, the timed calls, the harness's re
 cycles (fresh inputs, messages; each repetition costs its spec's calibrated cycle), the exports
 of a benchmark spec's checked repetitions (each costs what calibration measured an export to add
 to the cycle: on an H200 13 ms at 640×512, 190 ms when exports went through a file, where a plain
-cycle is 3 ms), the first call of each
-spec (where compilation lands; reports before it was recorded leave it in the rest), and the
-rest.
+cycle is 3 ms), the first call of each spec (where compilation lands; reports before it was
+recorded leave it in the rest), and the rest.
 """
 
 from __future__ import annotations

@@ -118,10 +118,9 @@ def schedstat(pid: int | None = None) -> tuple[int, int]:
 
 def schedstat_of(path: str) -> tuple[int, int]:
     try:
-        with open(path) as stats:
-            ran, waited = stats.read().split()[:2]
+        ran, waited = (_read(path) or "").split()[:2]
         return int(ran), int(waited)
-    except (OSError, ValueError):
+    except ValueError:
         return 0, 0
 
 
