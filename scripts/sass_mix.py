@@ -12,6 +12,7 @@ with TRITON_INTERPRET unset.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import subprocess
 import tempfile
@@ -96,7 +97,10 @@ def main() -> None:
     print(f"  {len(code)} instructions")
     for first, last in loops(code):
         body = [op for address, op, _ in code if first <= address <= last]
-        mix = " ".join(f"{op}:{count}" for op, count in Counter(body).most_common(10))
+        mix = " ".join(
+            f"{op}:{count}"
+            for op, count in Counter(body).most_common(int(os.environ.get("SASS_MIX_TOP", "10")))
+        )
         print(f"  loop {first:#06x}–{last:#06x}: {len(body)} instructions  {mix}")
 
 

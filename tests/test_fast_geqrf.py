@@ -126,8 +126,9 @@ def test_narrow_panels_padded_for_tl_dot_still_pass(tmp_path: Path) -> None:
     ],
 )
 def test_blocks_of_several_panels_and_row_split_updates_pass(
-    tmp_path: Path, knobs: dict[str, object]
+    tmp_path: Path, knobs: dict[str, object], nan_poisoned_empty: None
 ) -> None:
+    """With scratch born NaN: a row-split update zeroes only the part of W its slabs add into."""
     solver = _solver_with(tmp_path, **knobs)
     a = generate_input(Spec(batch=3, n=70, cond=2, case="mixed", seed=5), device=DEVICE)
     h, tau = solver(a)
