@@ -53,6 +53,17 @@ def triangle_end(col0, NBP: tl.constexpr, BM: tl.constexpr):
 
 
 @triton.jit
+def project_rows(
+    w, v, src, rows, cols, n, c_end, scale_in, src_sr, src_sc, PRECISION: tl.constexpr, KEEP
+):
+    """w + Vᵀ·C over one row step, V's rows `rows` already loaded."""
+    mask = (rows[:, None] < n) & (cols[None, :] < c_end)
+    c = tl.load(src + rows[:, None] * src_sr + cols[None, :] * src_sc, mask=mask, other=0.0,
+                eviction_policy=KEEP)  # fmt: skip
+    return w + product(tl.trans(v), c * scale_in, PRECISION)  # NBP × BN
+
+
+@triton.jit
 def project_columns(
     src,
     dst,
@@ -75,20 +86,20 @@ def project_columns(
     KEEP: tl.constexpr,
 ):
     """Tᵀ·(Vᵀ·C) (NBP × BN) for BN columns: the first walk down rows [col0, n), the half of an
-    update that contracts over the rows."""
+    update that contracts over the rows. The steps through V's unit triangle and those below it
+    are two loops, not one loop with a branch: a branch-free loop's loads of V are pipelined
+    (copied to shared memory asynchronously), where a branch kept them in registers."""
     k = tl.arange(0, NBP)
     w = tl.zeros((NBP, BN), tl.float32)
     below = triangle_end(col0, NBP, BM)
-    for r0 in range(col0, n, BM):
+    for r0 in range(col0, tl.minimum(below, n), BM):
         rows = r0 + tl.arange(0, BM)
-        if r0 < below:
-            v = load_v(dst, rows, k, n, col0, nb, dst_sr, dst_sc, KEEP)  # BM × NBP
-        else:
-            v = load_v_below(dst, rows, k, n, col0, nb, dst_sr, dst_sc, KEEP)
-        mask = (rows[:, None] < n) & (cols[None, :] < c_end)
-        c_at = src + rows[:, None] * src_sr + cols[None, :] * src_sc
-        c = tl.load(c_at, mask=mask, other=0.0, eviction_policy=KEEP)
-        w += product(tl.trans(v), c * scale_in, PRECISION)  # NBP × BN
+        v = load_v(dst, rows, k, n, col0, nb, dst_sr, dst_sc, KEEP)  # BM × NBP
+        w = project_rows(w, v, src, rows, cols, n, c_end, scale_in, src_sr, src_sc, PRECISION, KEEP)
+    for r0 in range(below, n, BM):
+        rows = r0 + tl.arange(0, BM)
+        v = load_v_below(dst, rows, k, n, col0, nb, dst_sr, dst_sc, KEEP)
+        w = project_rows(w, v, src, rows, cols, n, c_end, scale_in, src_sr, src_sc, PRECISION, KEEP)
     tmask = (k[:, None] < nb) & (k[None, :] < nb)
     tt = tl.load(t + k[:, None] * t_sr + k[None, :], mask=tmask, other=0.0)
     return product(tl.trans(tt), w, PRECISION)
@@ -132,21 +143,45 @@ def update_columns(
     )  # fmt: skip
     unscale = 1.0 / scale_out  # a power of two: exact
     below = triangle_end(col0, NBP, BM)
-    for r0 in range(col0, n, BM):
+    # Two loops, as in project_columns; only rows above the triangle's end can be final R.
+    for r0 in range(col0, tl.minimum(below, n), BM):
         rows = r0 + tl.arange(0, BM)
-        if r0 < below:
-            v = load_v(dst, rows, k, n, col0, nb, dst_sr, dst_sc, KEEP)
-        else:
-            v = load_v_below(dst, rows, k, n, col0, nb, dst_sr, dst_sc, KEEP)
-        mask = (rows[:, None] < n) & (cols[None, :] < c_end)
-        c_at = src + rows[:, None] * src_sr + cols[None, :] * src_sc
-        c = tl.load(c_at, mask=mask, other=0.0, eviction_policy=ONCE)
-        c = c * scale_in - product(v, w, APPLY_PRECISION)
-        if r0 < below:  # only rows above the triangle's end can be final R
-            c = tl.where(rows[:, None] < col0 + nb, c * unscale, c)
-        c_to = dst + rows[:, None] * dst_sr + cols[None, :] * dst_sc
-        tl.store(c_to, c, mask=mask, eviction_policy=ONCE)
-        store_mirror(mirror, rows, cols, c, mask, mirror_sr, mirror_end, MIRROR)
+        v = load_v(dst, rows, k, n, col0, nb, dst_sr, dst_sc, KEEP)
+        c = apply_rows(v, w, src, rows, cols, n, c_end, scale_in, src_sr, src_sc, APPLY_PRECISION,
+                       ONCE)  # fmt: skip
+        c = tl.where(rows[:, None] < col0 + nb, c * unscale, c)
+        store_rows(c, dst, mirror, rows, cols, n, c_end, dst_sr, dst_sc, mirror_sr, mirror_end,
+                   MIRROR, ONCE)  # fmt: skip
+    for r0 in range(below, n, BM):
+        rows = r0 + tl.arange(0, BM)
+        v = load_v_below(dst, rows, k, n, col0, nb, dst_sr, dst_sc, KEEP)
+        c = apply_rows(v, w, src, rows, cols, n, c_end, scale_in, src_sr, src_sc, APPLY_PRECISION,
+                       ONCE)  # fmt: skip
+        store_rows(c, dst, mirror, rows, cols, n, c_end, dst_sr, dst_sc, mirror_sr, mirror_end,
+                   MIRROR, ONCE)  # fmt: skip
+
+
+@triton.jit
+def apply_rows(
+    v, w, src, rows, cols, n, c_end, scale_in, src_sr, src_sc, APPLY_PRECISION: tl.constexpr, ONCE
+):
+    """C − V·W over one row step, V's rows `rows` already loaded."""
+    mask = (rows[:, None] < n) & (cols[None, :] < c_end)
+    c = tl.load(src + rows[:, None] * src_sr + cols[None, :] * src_sc, mask=mask, other=0.0,
+                eviction_policy=ONCE)  # fmt: skip
+    return c * scale_in - product(v, w, APPLY_PRECISION)
+
+
+@triton.jit
+def store_rows(
+    c, dst, mirror, rows, cols, n, c_end, dst_sr, dst_sc, mirror_sr, mirror_end,
+    MIRROR: tl.constexpr, ONCE,
+):  # fmt: skip
+    """One row step's updated C, into H and, under MIRROR, the panels' row-major copy."""
+    mask = (rows[:, None] < n) & (cols[None, :] < c_end)
+    tl.store(dst + rows[:, None] * dst_sr + cols[None, :] * dst_sc, c, mask=mask,
+             eviction_policy=ONCE)  # fmt: skip
+    store_mirror(mirror, rows, cols, c, mask, mirror_sr, mirror_end, MIRROR)
 
 
 @triton.jit
