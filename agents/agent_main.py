@@ -61,8 +61,18 @@ def build_proposer(
     suite = get_suite(session.suite)
 
     def history() -> list[Sample]:
+        waits = {
+            r.candidate_id: r.compile_wait_s
+            for r in store.iterations()
+            if r.candidate_id and r.compile_wait_s is not None
+        }
         return [
-            Sample(c.params, c.geomean_ns if c.verdict == "pass" else None, c.spec_means_ns or {})
+            Sample(
+                c.params,
+                c.geomean_ns if c.verdict == "pass" else None,
+                c.spec_means_ns or {},
+                waits.get(c.id),
+            )
             for c in store.candidates()
             if c.family == spec.family and c.params is not None and c.verdict in ON_THE_CANDIDATE
         ]

@@ -234,7 +234,7 @@ class ResearchAgent:
             self._finish(record)
             return
         record.candidate_id = candidate.id
-        self._compile(candidate)
+        record.compile_wait_s = self._compile(candidate)
         self._propose_ahead(incumbent)
         result, record.comparison = self._judge(candidate, incumbent)
         self._hold_ahead(False)  # the judge is done timing: the next candidate compiles on
@@ -364,11 +364,12 @@ class ResearchAgent:
             created_at=time.time(),
         )
 
-    def _compile(self, candidate: Candidate) -> None:
+    def _compile(self, candidate: Candidate) -> float | None:
         """Its kernels, compiled ahead during the last judge run or now, before its own: the
-        judge compiles whatever is still missing, on the GPU's clock."""
+        judge compiles whatever is still missing, on the GPU's clock. Returns how long the loop
+        waited for them (None where no compiler runs): the tuner shuns what is slow to compile."""
         if self.precompile is None:
-            return
+            return None
         self.heartbeat.update(state="evaluating", candidate=candidate.id, detail="compiling")
         compilation, self.compiling = self.compiling, None
         if compilation is not None and compilation.source != candidate.source:
@@ -376,8 +377,12 @@ class ResearchAgent:
             compilation = None
         if compilation is None:
             compilation = self._start_compile(self.precompile, candidate)
-        if compilation is not None and (line := compilation.wait()):
+        if compilation is None:
+            return None
+        started = time.monotonic()
+        if line := compilation.wait():
             self.log.write(f"it {self.iteration}: {line}")
+        return time.monotonic() - started
 
     def _propose_ahead(self, incumbent: Incumbent) -> None:
         """A free proposer's next proposal now, its kernels compiling while this candidate is

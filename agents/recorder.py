@@ -38,6 +38,7 @@ class IterationDraft:
     usage: dict[str, float] = field(default_factory=dict)
     comparison: Comparison | None = None
     evaluated: bool = False
+    compile_wait_s: float | None = None
 
     def finish(self, agent: str, role: str, goal: str) -> Iteration:
         return Iteration(
@@ -56,6 +57,7 @@ class IterationDraft:
             usage=dict(self.usage),
             comparison=self.comparison,
             evaluated=self.evaluated,
+            compile_wait_s=self.compile_wait_s,
         )
 
 

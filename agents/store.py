@@ -78,6 +78,7 @@ CREATE TABLE IF NOT EXISTS iterations (
     spec_means TEXT NOT NULL DEFAULT '{}',
     comparison TEXT,
     evaluated INTEGER NOT NULL DEFAULT 0,
+    compile_wait_s REAL,
     PRIMARY KEY (agent, iteration)
 );
 CREATE TABLE IF NOT EXISTS beam (
@@ -137,6 +138,7 @@ MIGRATIONS = {
         ("ADD", "spec_means", "TEXT NOT NULL DEFAULT '{}'"),
         ("ADD", "comparison", "TEXT"),
         ("ADD", "evaluated", "INTEGER NOT NULL DEFAULT 0"),
+        ("ADD", "compile_wait_s", "REAL"),
     ),
     "side_questions": (("ADD", "usage", "TEXT NOT NULL DEFAULT '{}'"),),
     "evaluations": (("ADD", "inherited", "TEXT"),),
@@ -341,7 +343,8 @@ class Store:
             cursor = db.execute(
                 "INSERT OR IGNORE INTO iterations (agent, iteration, candidate_id, verdict, "
                 "decision, hypothesis, reason, geomean_ns, usage, created_at, parent_id, role, "
-                "goal, spec_means, comparison, evaluated) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "goal, spec_means, comparison, evaluated, compile_wait_s) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     record.agent,
                     record.iteration,
@@ -359,6 +362,7 @@ class Store:
                     spec_means_to_json(record.spec_means_ns),
                     comparison,
                     int(record.evaluated),
+                    record.compile_wait_s,
                 ),
             )
             return cursor.rowcount == 1
@@ -607,5 +611,6 @@ def _iteration(row: sqlite3.Row) -> Iteration:
         usage=json.loads(row["usage"]),
         comparison=Comparison(**comparison) if comparison else None,
         evaluated=bool(row["evaluated"]),
+        compile_wait_s=row["compile_wait_s"],
         created_at=row["created_at"],
     )

@@ -7,8 +7,11 @@ recombines the parent with another strong point. Points already evaluated are ne
 again, nor is a knob value that every evaluated point holding it (two at least) failed with,
 unless the parent holds it already: on the H200 a 15-minute loop spent 7 of its 77 evaluations
 on plain-TF32 settings that failed the factor gate, the same ones again and again
-(docs/benchmarks.md, 2026-12-02). Steering text may pin knobs (`panel_width=64`,
-`medium.update_warps=8`) or name a class to focus on. No network, no key.
+(docs/benchmarks.md, 2026-12-02). Nor is a knob value whose every point kept the loop waiting
+over COSTLY_COMPILE_S for its kernels to compile, none of them the fastest seen: in a 7.5-minute
+loop on the H200 one proposal (`large.panel_split_rows: 0 → 32`) took 82 s to compile, 18% of
+the loop, for a candidate 12 times slower (2026-12-04). Steering text may pin knobs
+(`panel_width=64`, `medium.update_warps=8`) or name a class to focus on. No network, no key.
 """
 
 from __future__ import annotations
@@ -30,6 +33,9 @@ CROSSOVER_PROBABILITY = 0.3
 JUMP_PROBABILITY = 0.2
 TOURNAMENT_SIZE = 3
 MIN_FAILURES = 2  # evaluated points that failed with a knob value before it is left alone
+# A wait this long costs the loop about ten judge runs on an H200 (631 an hour in a 2026-12-04
+# loop): one such point is enough to leave its values alone.
+COSTLY_COMPILE_S = 60.0
 STAGE_WEIGHT = 3.0  # a knob's pick weight is 1 + STAGE_WEIGHT x its stage's share of the time
 _PIN = re.compile(r"([A-Za-z_][\w-]*(?:\.[A-Za-z_]\w*)?)\s*=\s*([\w.\-\"']+)")
 
@@ -41,6 +47,7 @@ class Sample:
     point: Point
     geomean_ns: float | None
     spec_means_ns: Mapping[int, float]
+    compile_wait_s: float | None = None  # the loop's wait for its kernels; None: not known
 
 
 def source_hash(source: str) -> str:
@@ -75,7 +82,8 @@ class TunerProposer:
             parent = {k: v for k, v in parent.items() if k in choices}
         history = self.history()
         samples = [s for s in history if s.geomean_ns is not None]
-        failing = {(k, v) for k, v in failing_values(history) if parent.get(k) != v}
+        shunned = failing_values(history) | costly_values(history)
+        failing = {(k, v) for k, v in shunned if parent.get(k) != v}
         pins, focus = self._steering(context.steering + context.advisor_ideas, choices)
         weights = self._class_weights(parent, samples, choices, focus)
         for _ in range(MAX_TRIES):
@@ -213,6 +221,20 @@ def failing_values(samples: Sequence[Sample]) -> set[tuple[str, object]]:
         for knob, value in sample.point.items():
             held.setdefault((knob, value), []).append(sample.geomean_ns is None)
     return {pair for pair, failed in held.items() if len(failed) >= MIN_FAILURES and all(failed)}
+
+
+def costly_values(samples: Sequence[Sample]) -> set[tuple[str, object]]:
+    """(knob, value) pairs held only by points whose compile kept the loop waiting over
+    COSTLY_COMPILE_S, none of them the fastest passing point."""
+    best = min((s.geomean_ns for s in samples if s.geomean_ns is not None), default=None)
+    held: dict[tuple[str, object], list[bool]] = {}
+    for sample in samples:
+        costly = (sample.compile_wait_s or 0.0) > COSTLY_COMPILE_S and (
+            sample.geomean_ns is None or sample.geomean_ns != best
+        )
+        for knob, value in sample.point.items():
+            held.setdefault((knob, value), []).append(costly)
+    return {pair for pair, costly in held.items() if all(costly)}
 
 
 def _ordered(values: tuple[object, ...]) -> bool:

@@ -287,6 +287,10 @@ class Iteration:
     usage: dict[str, float] = field(default_factory=dict)
     comparison: Comparison | None = None
     evaluated: bool = False
+    # Seconds the loop waited for the candidate's kernels to compile before its judge run: what
+    # a compile started during the previous judge run had not finished. None where nothing
+    # was compiled ahead (no warm compiler, or no candidate).
+    compile_wait_s: float | None = None
     created_at: float = 0.0
 
     def to_event(self) -> dict[str, Any]:

@@ -13,6 +13,10 @@ of a benchmark spec's checked repetitions (each costs what calibration measured 
 to the cycle: on an H200 13 ms at 640×512, 190 ms when exports went through a file, where a plain
 cycle is 3 ms), the first call of each spec (where compilation lands; reports before it was
 recorded leave it in the rest), and the rest.
+
+Outside the judge, each candidate may also have kept its loop waiting for its kernels to
+compile (what a compile started during the previous judge run had not finished): the summary
+gives the mean over the candidates whose records say, and the longest.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ class SessionSummary:
     warm_runs: int  # judge runs whose referee had been started ahead
     specs_s: dict[str, float]  # tests + benchmarks, split as the module's text says
     integrity: dict[str, int]  # see `_integrity_counts`
+    compile_waits_s: tuple[float, ...] = ()  # per candidate, where its iteration recorded one
 
     @property
     def candidates_per_hour(self) -> float | None:
@@ -78,6 +83,11 @@ class SessionSummary:
             },
             "warm_runs": self.warm_runs,
             "integrity": self.integrity,
+            "compile_wait_s": {
+                "candidates": len(waits := self.compile_waits_s),
+                "mean": round(sum(waits) / len(waits), 2) if waits else None,
+                "longest": round(max(waits), 1) if waits else None,
+            },
         }
 
 
@@ -113,10 +123,12 @@ def summarize(evaluations: Iterable[Evaluation], iterations: Iterable[Iteration]
         for name, seconds in split.items():
             in_specs[name] += seconds
     minutes = (runs[-1].created_at - runs[0].created_at) / 60 if len(runs) > 1 else 0.0
+    iterations = list(iterations)
     candidates = sum(1 for i in iterations if i.evaluated)
     integrity = _integrity_counts(runs)
+    waits = tuple(i.compile_wait_s for i in iterations if i.compile_wait_s is not None)
     return SessionSummary(
-        minutes, candidates, len(runs), wall, kernel, phases, warm, in_specs, integrity
+        minutes, candidates, len(runs), wall, kernel, phases, warm, in_specs, integrity, waits
     )
 
 

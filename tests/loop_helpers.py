@@ -123,17 +123,20 @@ def wait_for(condition: Callable[[], object], timeout_s: float, what: str) -> ob
 
 @dataclass
 class StandInCompile:
-    """What a GPU host's compile of one candidate would be; done as soon as it starts."""
+    """What a GPU host's compile of one candidate would be: done `wait_s` after it is waited
+    for."""
 
     device: str
     candidate_id: str
     source: str
     shapes: list[int]
+    wait_s: float = 0.0
     started: float = field(default_factory=time.time)
     cancelled: bool = False
     holds: list[bool] = field(default_factory=list)  # each hold(held) the agent asked for
 
     def wait(self) -> str:
+        time.sleep(self.wait_s)
         return "precompiled 3 kernels (0 already cached) in 0.1 s"
 
     def hold(self, held: bool) -> None:
@@ -150,6 +153,7 @@ class StandInCompiler:
 
     started: list[StandInCompile] = field(default_factory=list)
     device: str = ""
+    wait_s: float = 0.0  # how long each compile keeps the agent waiting
 
     def for_device(self, device: str, cache: Path, work: Path) -> StandInCompiler:
         self.device = device
@@ -157,5 +161,6 @@ class StandInCompiler:
 
     def start(self, candidate: Candidate, specs: Sequence[Spec]) -> StandInCompile:
         shapes = [spec.n for spec in specs]
-        self.started.append(StandInCompile(self.device, candidate.id, candidate.source, shapes))
+        compile_ = StandInCompile(self.device, candidate.id, candidate.source, shapes, self.wait_s)
+        self.started.append(compile_)
         return self.started[-1]

@@ -35,12 +35,14 @@ def test_the_next_candidate_compiles_during_this_ones_judge_run_and_is_judged_ne
     paths = make_session(tmp_path, (AgentSpec("a1", goal="geomean < 1ns", max_iterations=2),))
     seed_incumbent(paths)
     monkeypatch.setattr(agent_main, "build_proposer", lambda *_: _Failing())
-    compiler = StandInCompiler()
+    compiler = StandInCompiler(wait_s=0.3)
     monkeypatch.setattr(agent_main.Precompiler, "for_device", staticmethod(compiler.for_device))
     assert agent_main.main([str(paths.root), "a1", "cpu"]) == 0
     with Store.reader(paths.store) as store:
         second, first = store.iterations("a1")  # newest first
         assert first.evaluated and second.evaluated
+        # Each record says how long the loop waited for the candidate's kernels.
+        assert all(0.3 <= r.compile_wait_s < 5.0 for r in (first, second))
         assert (first.hypothesis, second.hypothesis) == ("try 1", "try 2")
         (judged_first,) = store.evaluations(first.candidate_id)
     # The second's compile started before the first's judge run ended, and was the one its own

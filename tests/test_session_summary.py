@@ -25,12 +25,15 @@ def _run(at_s: float, wall: float, total: float, ahead: float = 0.0) -> Evaluati
 def test_a_runs_wall_is_start_up_then_the_referees_phases_and_the_rest_is_other():
     runs = [_run(0, 10.0, 7.0), _run(1800, 8.0, 7.5, ahead=4.0)]
     iterations = [
-        Iteration("a1", 1, Verdict.PASS, Decision.REJECTED, evaluated=True),
+        Iteration("a1", 1, Verdict.PASS, Decision.REJECTED, evaluated=True, compile_wait_s=82.0),
         Iteration("a1", 2, Verdict.REJECTED, Decision.SKIPPED),  # never reached the judge
+        Iteration("a1", 3, Verdict.PASS, Decision.REJECTED, evaluated=True, compile_wait_s=2.0),
     ]
     summary = summarize(runs, iterations)
-    assert (summary.minutes, summary.candidates, summary.judge_runs) == (30.0, 1, 2)
-    assert summary.candidates_per_hour == pytest.approx(2.0)
+    assert (summary.minutes, summary.candidates, summary.judge_runs) == (30.0, 2, 2)
+    assert summary.candidates_per_hour == pytest.approx(4.0)
+    waits = {"candidates": 2, "mean": 42.0, "longest": 82.0}
+    assert summary.to_dict()["compile_wait_s"] == waits
     assert summary.judge_runs_per_hour == pytest.approx(4.0)
     assert summary.phases_s["startup"] == pytest.approx(3.0 + 0.5)
     assert summary.phases_s["calibrate"] == pytest.approx(2.0)

@@ -134,3 +134,30 @@ def test_a_knob_value_that_only_ever_failed_is_not_proposed_again():
         proposed.add(outcome.params[knob])
     assert banned not in proposed
     assert once in proposed
+
+
+def test_a_knob_value_whose_point_was_slow_to_compile_is_not_proposed_again():
+    """One point that kept the loop waiting 82 s for its kernels and was slower: its panel width
+    is left alone. A value just as slow to compile whose point is the fastest seen stays in
+    play, as does one that compiled quickly."""
+    space = BlockedWySpace()
+    parent = space.default_point()
+    knob = "all.panel_width"
+    costly, fastest, quick = 24, 48, 16
+    assert {costly, fastest, quick} <= set(space.choices()[knob]) and parent[knob] == 32
+    history = [
+        Sample({**parent, knob: costly}, 2.0, {}, compile_wait_s=82.0),
+        Sample({**parent, knob: fastest}, 0.5, {}, compile_wait_s=90.0),
+        Sample({**parent, knob: quick}, 3.0, {}, compile_wait_s=1.5),
+        Sample(parent, 1.0, {}),
+    ]
+    tuner = TunerProposer(
+        space, SMOKE.benchmarks, lambda: history, lambda h: False, random.Random(4)
+    )
+    proposed = set()
+    for _ in range(300):
+        outcome = tuner.propose(context(space.render(parent)))
+        assert isinstance(outcome, Proposal)
+        proposed.add(outcome.params[knob])
+    assert costly not in proposed
+    assert {fastest, quick} <= proposed
