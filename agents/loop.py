@@ -281,6 +281,7 @@ class ResearchAgent:
 
     def _context(self, iteration: int, incumbent: Incumbent) -> ProposalContext:
         parent = self._parent_row(incumbent)
+        shares, profiled = latest_stage_shares(self.store.profiles(parent.id))
         return ProposalContext(
             agent=self.name,
             role=self.spec.role,
@@ -294,7 +295,8 @@ class ResearchAgent:
             profile_summary=_read_text(self.paths.profile(self.name)),
             spec_labels=tuple(s.label for s in self.evaluator.suite.benchmarks),
             work_dir=self.paths.work(self.name),
-            stage_shares=latest_stage_shares(self.store.profiles(parent.id)),
+            stage_shares=shares,
+            stage_spec=profiled,
             guidance=self._read_guidance(),
         )
 

@@ -65,6 +65,7 @@ class ProposalContext:
     spec_labels: tuple[str, ...]
     work_dir: Path
     stage_shares: dict[str, float] = field(default_factory=dict)  # the parent's, if profiled
+    stage_spec: int | None = None  # the benchmark whose profile gave stage_shares
     guidance: str = ""  # the workspace's guidance file, re-read this iteration
 
 

@@ -88,7 +88,7 @@ class TunerProposer:
         weights = self._class_weights(parent, samples, choices, focus)
         for _ in range(MAX_TRIES):
             point, hypothesis = self._offspring(
-                parent, samples, choices, weights, context.stage_shares
+                parent, samples, choices, weights, self._profiled(context)
             )
             if any(point.get(k) == v for k, v in failing):
                 continue
@@ -110,7 +110,7 @@ class TunerProposer:
         samples: list[Sample],
         choices: dict[str, tuple[object, ...]],
         weights: dict[str, float],
-        shares: Mapping[str, float],
+        shares: Mapping[str, Mapping[str, float]],
     ) -> tuple[Point, str]:
         if len(samples) >= 2 and self.rng.random() < CROSSOVER_PROBABILITY:
             mate = self._tournament(samples)
@@ -128,10 +128,11 @@ class TunerProposer:
         parent: Point,
         choices: dict[str, tuple[object, ...]],
         weights: dict[str, float],
-        shares: Mapping[str, float],
+        shares_by_class: Mapping[str, Mapping[str, float]],
     ) -> tuple[Point, str]:
         classes = list(weights)
         chosen_class = self.rng.choices(classes, weights=[weights[c] for c in classes])[0]
+        shares = shares_by_class.get(chosen_class, {})
         knobs = [k for k in choices if k.split(".", 1)[0] == chosen_class and len(choices[k]) > 1]
         child = dict(parent)
         changes = []
@@ -153,6 +154,13 @@ class TunerProposer:
             stage = max(shares, key=shares.__getitem__)
             hypothesis += f" (the parent's profile: {stage} {shares[stage]:.0%})"
         return child, hypothesis
+
+    def _profiled(self, context: ProposalContext) -> dict[str, Mapping[str, float]]:
+        """The parent's stage shares, keyed by the class of the spec they were profiled on."""
+        index = context.stage_spec
+        if not context.stage_shares or index is None or not 0 <= index < len(self.specs):
+            return {}
+        return {self.space.class_of(self.specs[index]): context.stage_shares}
 
     def _pick_knobs(self, knobs: list[str], shares: Mapping[str, float], count: int) -> list[str]:
         """`count` distinct knobs, those of the stages that take the parent's time first."""

@@ -13,7 +13,9 @@ from qrsup.kernels.suites import QR_V2, SMOKE
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def context(source: str, steering=(), ideas=(), stage_shares=None) -> ProposalContext:
+def context(
+    source: str, steering=(), ideas=(), stage_shares=None, stage_spec=None
+) -> ProposalContext:
     parent = ParentCandidate("c-parent", source, "", "blocked_wy", None)
     return ProposalContext(
         agent="a1",
@@ -29,6 +31,7 @@ def context(source: str, steering=(), ideas=(), stage_shares=None) -> ProposalCo
         spec_labels=(),
         work_dir=Path("."),
         stage_shares=stage_shares or {},
+        stage_spec=stage_spec,
     )
 
 
