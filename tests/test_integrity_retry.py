@@ -88,10 +88,12 @@ def test_an_honest_candidate_judged_against_a_stale_baseline_passes_against_a_fr
     """The H200 case: a do-nothing cycle calibrated on a loaded host came out 1.3 ms cheaper
     than a quiet one; the candidate's quiet cycles then looked 1.3 ms slow, beyond a small
     spec's allowance. Its cycles are the same on both attempts; only the baseline changes."""
-    stale = replace(BASELINE, cycle_ns=-6 * MS)  # 9 ms below the candidate's quiet cycles
-    outcome, _ = _judged([0.0, 0.0], baseline_per_attempt=[stale, BASELINE])
+    # The candidate's cycles cost 9 ms beyond its claim: 8.5 beyond a stale 0.5 ms (allowed 0.1
+    # + 6.45 + 0.25), 6 beyond a fresh 3 ms (allowed 8.05).
+    stale = replace(BASELINE, cycle_ns=0.5 * MS)
+    outcome, _ = _judged([6.0, 6.0], baseline_per_attempt=[stale, BASELINE])
     assert outcome.status == "pass", outcome.reason
-    assert outcome.integrity["first_attempt"]["baseline"]["cycle_ns"] == -6 * MS
+    assert outcome.integrity["first_attempt"]["baseline"]["cycle_ns"] == 0.5 * MS
     assert outcome.integrity["baseline"]["cycle_ns"] == 3 * MS
 
 
