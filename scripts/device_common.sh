@@ -4,7 +4,8 @@
 # `step NAME LIMIT_S COMMAND...` runs a command under a time limit, writes its output to
 # $out/NAME.txt and appends its exit status and wall time to $out/steps.txt.
 source "$(dirname "${BASH_SOURCE[0]}")/device_install.sh"
-dest=$out
+# Sourced with $out unset, the results would go to a scratch folder and never come back.
+dest=${out:?set out, the folder under \$OUT for the results, before sourcing device_common.sh}
 mkdir -p "$dest"
 out=$(mktemp -d)
 pack() { tar czf "$dest/results.tgz.part" -C "$out" . && mv "$dest/results.tgz.part" "$dest/results.tgz"; }
