@@ -41,6 +41,9 @@ from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared,
 
 NBP, BM = 64, 64
 SM90 = GPUTarget("cuda", 90, 32)
+# All threads' shared-memory stores before the warpgroup's MMA reads them: Triton 3.6 (the H200
+# image's) names the barrier thread_barrier, later versions barrier.
+_barrier = getattr(gl, "thread_barrier", None) or gl.barrier
 
 
 @gluon.jit
@@ -139,11 +142,11 @@ def update_fused(
         ct = gl.load(h + c_rows[None, :] + (c0 + cc)[:, None] * h_sc, mask=c_rows[None, :] < n,
                      other=0.0)  # fmt: skip
         ct_hi, ct_lo = _split(ct)
-        gl.thread_barrier()  # the last step's products have read the buffers
+        _barrier()  # the last step's products have read the buffers
         c_hi_s.store(ct_hi)
         c_lo_s.store(ct_lo)
         fence_async_shared()
-        gl.thread_barrier()
+        _barrier()
         c_hi, c_lo = c_hi_s.permute((1, 0)), c_lo_s.permute((1, 0))
         part = gl.zeros([NBP, BN], gl.float32, layout=w_acc)
         part = warpgroup_mma(vt_lo, c_hi, part, use_acc=False)

@@ -45,6 +45,23 @@ def test_sass_mix_reads_a_panel_launchs_loop_without_a_gpu(tmp_path: Path) -> No
     assert loops and all(int(count) > 50 for count in loops), stdout
 
 
+@pytest.mark.e2e
+@pytest.mark.parametrize("triton_site", [None, *EXTRA_TRITONS])
+def test_the_gluon_update_probe_compiles_its_apply_walk_without_shared_memory_staging(
+    tmp_path: Path, triton_site: str | None
+) -> None:
+    """scripts/gluon_apply_probe.py, the next step for the update bound by shared memory: both
+    its Gluon kernels compile for sm_90 without spills, and the apply walk's loop reads and writes
+    no shared memory of its own (its tensor-core operand X is staged once, before the loop)."""
+    script = Path(__file__).resolve().parents[1] / "scripts" / "gluon_apply_probe.py"
+    stdout = _compile_for_sm90(tmp_path, [str(script), "--bn", "32"], triton_site)
+    apply_walk, fused = stdout.split("Gluon fused update")[:2]
+    assert stdout.count("0 bytes spill stores") >= 2, stdout
+    (loop,) = re.findall(r"loop .*", apply_walk)
+    assert "HGMMA:24" in loop and "STS" not in loop and "LDS" not in loop, loop
+    assert len(re.findall(r"loop .*", fused)) == 2, fused
+
+
 def _compile_for_sm90(tmp_path: Path, args: list[str], triton_site: str | None = None) -> str:
     """stdout of `python ARGS` run with the interpreter off and a cold Triton cache (and
     `triton_site` first on the path); skips where no CUDA compiler is found (exit 77)."""
