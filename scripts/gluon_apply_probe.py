@@ -55,46 +55,12 @@ def _split(x):
 
 
 @gluon.jit
-def apply_walk(
-    h_ptr, x_ptr, n, c_start, h_sb, h_sc, x_sb, x_sr,
-    NBP: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr,
-):  # fmt: skip
-    """Grid (batch, column blocks): C ← C − V·X on BN columns from c_start, rows [0, n); V is H's
-    first NBP columns, stored whole."""
-    acc_layout: gl.constexpr = gl.NVMMADistributedLayout(
-        version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BN, 8]
-    )
-    v_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=1)
-    x_layout: gl.constexpr = gl.BlockedLayout([1, 4], [8, 4], [4, 1], [1, 0])
-    # tf32 operands in shared memory must be K-major: X is kept as Xᵀ and viewed transposed.
-    x_shared: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BN, NBP], gl.float32)
-    b = gl.program_id(0).to(gl.int64)
-    c0 = c_start + gl.program_id(1) * BN
-    xc = gl.arange(0, BN, layout=gl.SliceLayout(1, x_layout))
-    xk = gl.arange(0, NBP, layout=gl.SliceLayout(0, x_layout))
-    xt = gl.load(x_ptr + b * x_sb + xk[None, :] * x_sr + (c0 + xc)[:, None])  # Xᵀ, BN × NBP
-    xt_hi, xt_lo = _split(xt)
-    x_hi = gl.allocate_shared_memory(gl.float32, [BN, NBP], x_shared, xt_hi).permute((1, 0))
-    x_lo = gl.allocate_shared_memory(gl.float32, [BN, NBP], x_shared, xt_lo).permute((1, 0))
-    fence_async_shared()
-    vr = gl.arange(0, BM, layout=gl.SliceLayout(1, v_layout))
-    vk = gl.arange(0, NBP, layout=gl.SliceLayout(0, v_layout))
-    cr = gl.arange(0, BM, layout=gl.SliceLayout(1, acc_layout))
-    cc = gl.arange(0, BN, layout=gl.SliceLayout(0, acc_layout))
-    h = h_ptr + b * h_sb
-    for r0 in range(0, n, BM):
-        v_rows = r0 + vr
-        v = gl.load(h + v_rows[:, None] + vk[None, :] * h_sc, mask=v_rows[:, None] < n, other=0.0)
-        v_hi, v_lo = _split(v)
-        c_rows = r0 + cr
-        c_at = h + c_rows[:, None] + (c0 + cc)[None, :] * h_sc
-        c = gl.load(c_at, mask=c_rows[:, None] < n, other=0.0)
-        # The small terms first, from zero, then added to C in IEEE (products.py's order).
-        acc = gl.zeros([BM, BN], gl.float32, layout=acc_layout)
-        acc = warpgroup_mma(v_lo, x_hi, acc, use_acc=False)
-        acc = warpgroup_mma(v_hi, x_lo, acc)
-        acc = warpgroup_mma(v_hi, x_hi, acc)
-        gl.store(c_at, c - acc, mask=c_rows[:, None] < n)
+def _mma3(a_hi, a_lo, b_hi, b_lo, zero):
+    """a·b at 3×TF32, the small terms first, from zero (`zero` gives the shape and layout), to be
+    added to a running sum in IEEE (products.py's order)."""
+    acc = warpgroup_mma(a_lo, b_hi, zero, use_acc=False)
+    acc = warpgroup_mma(a_hi, b_lo, acc)
+    return warpgroup_mma(a_hi, b_hi, acc)
 
 
 @gluon.jit
@@ -109,6 +75,50 @@ def _stage_kmajor(value, layout: gl.constexpr):
 
 
 @gluon.jit
+def _apply_rows(
+    h, x_hi, x_lo, n, c0, h_sc, acc_layout: gl.constexpr,
+    NBP: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr,
+):  # fmt: skip
+    """C ← C − V·X down rows [0, n) of one matrix's BN columns from c0: V loaded straight into the
+    register operand layout, C into the accumulator's, X's halves already in shared memory."""
+    v_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=1)
+    vr = gl.arange(0, BM, layout=gl.SliceLayout(1, v_layout))
+    vk = gl.arange(0, NBP, layout=gl.SliceLayout(0, v_layout))
+    cr = gl.arange(0, BM, layout=gl.SliceLayout(1, acc_layout))
+    cc = gl.arange(0, BN, layout=gl.SliceLayout(0, acc_layout))
+    for r0 in range(0, n, BM):
+        v_rows = r0 + vr
+        v = gl.load(h + v_rows[:, None] + vk[None, :] * h_sc, mask=v_rows[:, None] < n, other=0.0)
+        v_hi, v_lo = _split(v)
+        c_rows = r0 + cr
+        c_at = h + c_rows[:, None] + (c0 + cc)[None, :] * h_sc
+        c = gl.load(c_at, mask=c_rows[:, None] < n, other=0.0)
+        product = _mma3(v_hi, v_lo, x_hi, x_lo, gl.zeros([BM, BN], gl.float32, layout=acc_layout))
+        gl.store(c_at, c - product, mask=c_rows[:, None] < n)
+
+
+@gluon.jit
+def apply_walk(
+    h_ptr, x_ptr, n, c_start, h_sb, h_sc, x_sb, x_sr,
+    NBP: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr,
+):  # fmt: skip
+    """Grid (batch, column blocks): C ← C − V·X on BN columns from c_start, rows [0, n); V is H's
+    first NBP columns, stored whole."""
+    acc_layout: gl.constexpr = gl.NVMMADistributedLayout(
+        version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BN, 8]
+    )
+    x_layout: gl.constexpr = gl.BlockedLayout([1, 4], [8, 4], [4, 1], [1, 0])
+    x_shared: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BN, NBP], gl.float32)
+    b = gl.program_id(0).to(gl.int64)
+    c0 = c_start + gl.program_id(1) * BN
+    xk = gl.arange(0, NBP, layout=gl.SliceLayout(1, x_layout))
+    xc = gl.arange(0, BN, layout=gl.SliceLayout(0, x_layout))
+    x = gl.load(x_ptr + b * x_sb + xk[:, None] * x_sr + (c0 + xc)[None, :])  # NBP × BN
+    x_hi, x_lo = _stage_kmajor(x, x_shared)
+    _apply_rows(h_ptr + b * h_sb, x_hi, x_lo, n, c0, h_sc, acc_layout, NBP, BM, BN)
+
+
+@gluon.jit
 def update_fused(
     h_ptr, t_ptr, n, c_start, h_sb, h_sc, t_sb, t_sr,
     NBP: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr,
@@ -116,10 +126,10 @@ def update_fused(
     """Grid (batch, column blocks): the fused update C ← C − V·(Tᵀ·(Vᵀ·C)) on BN columns from
     c_start, rows [0, n), V being H's first NBP columns stored whole. Walk 1 takes Vᵀ in registers
     and stages C's halves in shared memory a step; walk 2 is apply_walk's."""
-    w_acc: gl.constexpr = gl.NVMMADistributedLayout(
+    acc_layout: gl.constexpr = gl.NVMMADistributedLayout(
         version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BN, 8]
     )
-    vt_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=w_acc, k_width=1)
+    vt_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=1)
     ct_layout: gl.constexpr = gl.BlockedLayout([1, 4], [8, 4], [4, 1], [1, 0])
     c_shared: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BN, BM], gl.float32)
     x_shared: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BN, NBP], gl.float32)
@@ -133,7 +143,7 @@ def update_fused(
     cr = gl.arange(0, BM, layout=gl.SliceLayout(0, ct_layout))
     c_hi_s = gl.allocate_shared_memory(gl.float32, [BN, BM], c_shared)
     c_lo_s = gl.allocate_shared_memory(gl.float32, [BN, BM], c_shared)
-    w = gl.zeros([NBP, BN], gl.float32, layout=w_acc)
+    w = gl.zeros([NBP, BN], gl.float32, layout=acc_layout)
     for r0 in range(0, n, BM):
         v_rows = r0 + vr
         vt = gl.load(h + v_rows[None, :] + vk[:, None] * h_sc, mask=v_rows[None, :] < n, other=0.0)
@@ -148,43 +158,17 @@ def update_fused(
         fence_async_shared()
         _barrier()
         c_hi, c_lo = c_hi_s.permute((1, 0)), c_lo_s.permute((1, 0))
-        part = gl.zeros([NBP, BN], gl.float32, layout=w_acc)
-        part = warpgroup_mma(vt_lo, c_hi, part, use_acc=False)
-        part = warpgroup_mma(vt_hi, c_lo, part)
-        part = warpgroup_mma(vt_hi, c_hi, part)
-        w = w + part
+        w = w + _mma3(vt_hi, vt_lo, c_hi, c_lo, gl.zeros([NBP, BN], gl.float32, layout=acc_layout))
     # X = Tᵀ·W: Tᵀ in registers, W's halves in shared memory.
     tk = gl.arange(0, NBP, layout=gl.SliceLayout(1, vt_layout))
     tj = gl.arange(0, NBP, layout=gl.SliceLayout(0, vt_layout))
     tt = gl.load(t_ptr + b * t_sb + tj[None, :] * t_sr + tk[:, None])  # Tᵀ
     tt_hi, tt_lo = _split(tt)
     w_hi, w_lo = _stage_kmajor(w, x_shared)
-    x = gl.zeros([NBP, BN], gl.float32, layout=w_acc)
-    x = warpgroup_mma(tt_lo, w_hi, x, use_acc=False)
-    x = warpgroup_mma(tt_hi, w_lo, x)
-    x = warpgroup_mma(tt_hi, w_hi, x)
+    x = _mma3(tt_hi, tt_lo, w_hi, w_lo, gl.zeros([NBP, BN], gl.float32, layout=acc_layout))
     x_hi, x_lo = _stage_kmajor(x, x_shared)
-    # Walk 2: C ← C − V·X, V in registers, C in the accumulator's layout.
-    acc_layout: gl.constexpr = gl.NVMMADistributedLayout(
-        version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BN, 8]
-    )
-    v_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=1)
-    ar = gl.arange(0, BM, layout=gl.SliceLayout(1, v_layout))
-    ak = gl.arange(0, NBP, layout=gl.SliceLayout(0, v_layout))
-    sr = gl.arange(0, BM, layout=gl.SliceLayout(1, acc_layout))
-    sc = gl.arange(0, BN, layout=gl.SliceLayout(0, acc_layout))
-    for r0 in range(0, n, BM):
-        v_rows = r0 + ar
-        v = gl.load(h + v_rows[:, None] + ak[None, :] * h_sc, mask=v_rows[:, None] < n, other=0.0)
-        v_hi, v_lo = _split(v)
-        c_rows = r0 + sr
-        c_at = h + c_rows[:, None] + (c0 + sc)[None, :] * h_sc
-        c = gl.load(c_at, mask=c_rows[:, None] < n, other=0.0)
-        acc = gl.zeros([BM, BN], gl.float32, layout=acc_layout)
-        acc = warpgroup_mma(v_lo, x_hi, acc, use_acc=False)
-        acc = warpgroup_mma(v_hi, x_lo, acc)
-        acc = warpgroup_mma(v_hi, x_hi, acc)
-        gl.store(c_at, c - acc, mask=c_rows[:, None] < n)
+    # Walk 2: C ← C − V·X.
+    _apply_rows(h, x_hi, x_lo, n, c0, h_sc, acc_layout, NBP, BM, BN)
 
 
 def compile_gluon(kernel: gluon.jit, bn: int) -> triton.compiler.CompiledKernel:

@@ -112,6 +112,21 @@ def test_fast_space_round_trips_its_config():
     assert space.read(space.render(point)) == point
 
 
+def _panel_widths_proposed(
+    space: BlockedWySpace, parent: dict, history: list[Sample], proposals: int
+) -> set[object]:
+    """The panel widths a seeded tuner proposes from `parent`, given `history`."""
+    tuner = TunerProposer(
+        space, SMOKE.benchmarks, lambda: history, lambda h: False, random.Random(4)
+    )
+    proposed = set()
+    for _ in range(proposals):
+        outcome = tuner.propose(context(space.render(parent)))
+        assert isinstance(outcome, Proposal)
+        proposed.add(outcome.params["all.panel_width"])
+    return proposed
+
+
 def test_a_knob_value_that_only_ever_failed_is_not_proposed_again():
     """Two failed points with one panel width and none passing with it: the tuner stays off
     that width, while a width that failed only once stays in play."""
@@ -127,14 +142,7 @@ def test_a_knob_value_that_only_ever_failed_is_not_proposed_again():
         Sample({**parent, knob: once}, None, {}),
         Sample(parent, 1.0, {}),
     ]
-    tuner = TunerProposer(
-        space, SMOKE.benchmarks, lambda: history, lambda h: False, random.Random(4)
-    )
-    proposed = set()
-    for _ in range(200):
-        outcome = tuner.propose(context(space.render(parent)))
-        assert isinstance(outcome, Proposal)
-        proposed.add(outcome.params[knob])
+    proposed = _panel_widths_proposed(space, parent, history, 200)
     assert banned not in proposed
     assert once in proposed
 
@@ -154,13 +162,6 @@ def test_a_knob_value_whose_point_was_slow_to_compile_is_not_proposed_again():
         Sample({**parent, knob: quick}, 3.0, {}, compile_wait_s=1.5),
         Sample(parent, 1.0, {}),
     ]
-    tuner = TunerProposer(
-        space, SMOKE.benchmarks, lambda: history, lambda h: False, random.Random(4)
-    )
-    proposed = set()
-    for _ in range(300):
-        outcome = tuner.propose(context(space.render(parent)))
-        assert isinstance(outcome, Proposal)
-        proposed.add(outcome.params[knob])
+    proposed = _panel_widths_proposed(space, parent, history, 300)
     assert costly not in proposed
     assert {fastest, quick} <= proposed
