@@ -77,33 +77,46 @@ def _stage_kmajor(value, layout: gl.constexpr):
 @gluon.jit
 def _apply_rows(
     h, x_hi, x_lo, n, c0, h_sc, acc_layout: gl.constexpr,
-    NBP: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr,
+    NBP: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr, AHEAD: gl.constexpr,
 ):  # fmt: skip
     """C ← C − V·X down rows [0, n) of one matrix's BN columns from c0: V loaded straight into the
-    register operand layout, C into the accumulator's, X's halves already in shared memory."""
+    register operand layout, C into the accumulator's, X's halves already in shared memory. With
+    AHEAD the next step's V and C are loaded before this step's products, so their latency
+    overlaps them."""
     v_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=1)
     vr = gl.arange(0, BM, layout=gl.SliceLayout(1, v_layout))
     vk = gl.arange(0, NBP, layout=gl.SliceLayout(0, v_layout))
     cr = gl.arange(0, BM, layout=gl.SliceLayout(1, acc_layout))
     cc = gl.arange(0, BN, layout=gl.SliceLayout(0, acc_layout))
+    v_at = h + vr[:, None] + vk[None, :] * h_sc
+    c_at = h + cr[:, None] + (c0 + cc)[None, :] * h_sc
+    v_next = gl.load(v_at, mask=vr[:, None] < n, other=0.0)
+    c_next = gl.load(c_at, mask=cr[:, None] < n, other=0.0)
     for r0 in range(0, n, BM):
-        v_rows = r0 + vr
-        v = gl.load(h + v_rows[:, None] + vk[None, :] * h_sc, mask=v_rows[:, None] < n, other=0.0)
+        v, c = v_next, c_next
+        if AHEAD:
+            v_next = gl.load(v_at + BM, mask=(r0 + BM + vr)[:, None] < n, other=0.0)
+            c_next = gl.load(c_at + BM, mask=(r0 + BM + cr)[:, None] < n, other=0.0)
         v_hi, v_lo = _split(v)
-        c_rows = r0 + cr
-        c_at = h + c_rows[:, None] + (c0 + cc)[None, :] * h_sc
-        c = gl.load(c_at, mask=c_rows[:, None] < n, other=0.0)
         product = _mma3(v_hi, v_lo, x_hi, x_lo, gl.zeros([BM, BN], gl.float32, layout=acc_layout))
-        gl.store(c_at, c - product, mask=c_rows[:, None] < n)
+        gl.store(c_at, c - product, mask=(r0 + cr)[:, None] < n)
+        v_at += BM
+        c_at += BM
+        if not AHEAD:
+            v_next = gl.load(v_at, mask=(r0 + BM + vr)[:, None] < n, other=0.0)
+            c_next = gl.load(c_at, mask=(r0 + BM + cr)[:, None] < n, other=0.0)
 
 
 @gluon.jit
 def apply_walk(
     h_ptr, x_ptr, n, c_start, h_sb, h_sc, x_sb, x_sr,
-    NBP: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr,
+    NBP: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr, AHEAD: gl.constexpr,
+    H_SC: gl.constexpr,
 ):  # fmt: skip
     """Grid (batch, column blocks): C ← C − V·X on BN columns from c_start, rows [0, n); V is H's
     first NBP columns, stored whole."""
+    if H_SC:  # the column stride compiled in: no per-element address registers
+        h_sc = H_SC
     acc_layout: gl.constexpr = gl.NVMMADistributedLayout(
         version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BN, 8]
     )
@@ -115,17 +128,20 @@ def apply_walk(
     xc = gl.arange(0, BN, layout=gl.SliceLayout(0, x_layout))
     x = gl.load(x_ptr + b * x_sb + xk[:, None] * x_sr + (c0 + xc)[None, :])  # NBP × BN
     x_hi, x_lo = _stage_kmajor(x, x_shared)
-    _apply_rows(h_ptr + b * h_sb, x_hi, x_lo, n, c0, h_sc, acc_layout, NBP, BM, BN)
+    _apply_rows(h_ptr + b * h_sb, x_hi, x_lo, n, c0, h_sc, acc_layout, NBP, BM, BN, AHEAD)
 
 
 @gluon.jit
 def update_fused(
     h_ptr, t_ptr, n, c_start, h_sb, h_sc, t_sb, t_sr,
-    NBP: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr,
+    NBP: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr, AHEAD: gl.constexpr,
+    H_SC: gl.constexpr,
 ):  # fmt: skip
     """Grid (batch, column blocks): the fused update C ← C − V·(Tᵀ·(Vᵀ·C)) on BN columns from
     c_start, rows [0, n), V being H's first NBP columns stored whole. Walk 1 takes Vᵀ in registers
     and stages C's halves in shared memory a step; walk 2 is apply_walk's."""
+    if H_SC:  # the column stride compiled in: no per-element address registers
+        h_sc = H_SC
     acc_layout: gl.constexpr = gl.NVMMADistributedLayout(
         version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BN, 8]
     )
@@ -144,13 +160,18 @@ def update_fused(
     c_hi_s = gl.allocate_shared_memory(gl.float32, [BN, BM], c_shared)
     c_lo_s = gl.allocate_shared_memory(gl.float32, [BN, BM], c_shared)
     w = gl.zeros([NBP, BN], gl.float32, layout=acc_layout)
+    vt_at = h + vr[None, :] + vk[:, None] * h_sc
+    ct_at = h + cr[None, :] + (c0 + cc)[:, None] * h_sc
+    vt_next = gl.load(vt_at, mask=vr[None, :] < n, other=0.0)
+    ct_next = gl.load(ct_at, mask=cr[None, :] < n, other=0.0)
     for r0 in range(0, n, BM):
-        v_rows = r0 + vr
-        vt = gl.load(h + v_rows[None, :] + vk[:, None] * h_sc, mask=v_rows[None, :] < n, other=0.0)
+        vt, ct = vt_next, ct_next
+        vt_at += BM
+        ct_at += BM
+        if AHEAD:
+            vt_next = gl.load(vt_at, mask=(r0 + BM + vr)[None, :] < n, other=0.0)
+            ct_next = gl.load(ct_at, mask=(r0 + BM + cr)[None, :] < n, other=0.0)
         vt_hi, vt_lo = _split(vt)
-        c_rows = r0 + cr
-        ct = gl.load(h + c_rows[None, :] + (c0 + cc)[:, None] * h_sc, mask=c_rows[None, :] < n,
-                     other=0.0)  # fmt: skip
         ct_hi, ct_lo = _split(ct)
         _barrier()  # the last step's products have read the buffers
         c_hi_s.store(ct_hi)
@@ -159,6 +180,9 @@ def update_fused(
         _barrier()
         c_hi, c_lo = c_hi_s.permute((1, 0)), c_lo_s.permute((1, 0))
         w = w + _mma3(vt_hi, vt_lo, c_hi, c_lo, gl.zeros([NBP, BN], gl.float32, layout=acc_layout))
+        if not AHEAD:
+            vt_next = gl.load(vt_at, mask=(r0 + BM + vr)[None, :] < n, other=0.0)
+            ct_next = gl.load(ct_at, mask=(r0 + BM + cr)[None, :] < n, other=0.0)
     # X = Tᵀ·W: Tᵀ in registers, W's halves in shared memory.
     tk = gl.arange(0, NBP, layout=gl.SliceLayout(1, vt_layout))
     tj = gl.arange(0, NBP, layout=gl.SliceLayout(0, vt_layout))
@@ -168,11 +192,14 @@ def update_fused(
     x = _mma3(tt_hi, tt_lo, w_hi, w_lo, gl.zeros([NBP, BN], gl.float32, layout=acc_layout))
     x_hi, x_lo = _stage_kmajor(x, x_shared)
     # Walk 2: C ← C − V·X.
-    _apply_rows(h, x_hi, x_lo, n, c0, h_sc, acc_layout, NBP, BM, BN)
+    _apply_rows(h, x_hi, x_lo, n, c0, h_sc, acc_layout, NBP, BM, BN, AHEAD)
 
 
-def compile_gluon(kernel: gluon.jit, bn: int) -> triton.compiler.CompiledKernel:
-    """Compile for sm_90 as the JIT would: pointers and integers divisible by 16."""
+def compile_gluon(
+    kernel: gluon.jit, bn: int, ahead: bool, stride: int
+) -> triton.compiler.CompiledKernel:
+    """Compile for sm_90 as the JIT would: pointers and integers divisible by 16 (`stride`: the
+    column stride compiled in, 0 for none)."""
     signature: dict[str, str] = {}
     attrs = {}
     for i, param in enumerate(kernel.params):
@@ -181,7 +208,9 @@ def compile_gluon(kernel: gluon.jit, bn: int) -> triton.compiler.CompiledKernel:
             continue
         signature[param.name] = "*fp32" if param.name.endswith("_ptr") else "i32"
         attrs[(i,)] = [["tt.divisibility", 16]]
-    source = GluonASTSource(kernel, signature, {"NBP": NBP, "BM": BM, "BN": bn}, attrs)
+    source = GluonASTSource(
+        kernel, signature, {"NBP": NBP, "BM": BM, "BN": bn, "AHEAD": ahead, "H_SC": stride}, attrs
+    )
     return triton.compile(source, target=SM90, options={"num_warps": 4})
 
 
@@ -218,20 +247,20 @@ def updated(h: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
     return c - v @ (t.double().transpose(1, 2) @ (v.transpose(1, 2) @ c))
 
 
-def run_gluon(h: torch.Tensor, x: torch.Tensor, bn: int) -> None:
+def run_gluon(h: torch.Tensor, x: torch.Tensor, bn: int, ahead: bool, stride: int) -> None:
     batch, n = h.shape[0], h.shape[1]
-    grid = (batch, triton.cdiv(n - NBP, bn))
-    apply_walk[grid](
-        h, x, n, NBP, h.stride(0), h.stride(2), x.stride(0), x.stride(1), NBP, BM, bn, num_warps=4
-    )
+    apply_walk[(batch, triton.cdiv(n - NBP, bn))](
+        h, x, n, NBP, h.stride(0), h.stride(2), x.stride(0), x.stride(1), NBP, BM, bn, ahead,
+        stride, num_warps=4,
+    )  # fmt: skip
 
 
-def run_gluon_update(h: torch.Tensor, t: torch.Tensor, bn: int) -> None:
+def run_gluon_update(h: torch.Tensor, t: torch.Tensor, bn: int, ahead: bool, stride: int) -> None:
     batch, n = h.shape[0], h.shape[1]
-    grid = (batch, triton.cdiv(n - NBP, bn))
-    update_fused[grid](
-        h, t, n, NBP, h.stride(0), h.stride(2), t.stride(0), t.stride(1), NBP, BM, bn, num_warps=4
-    )
+    update_fused[(batch, triton.cdiv(n - NBP, bn))](
+        h, t, n, NBP, h.stride(0), h.stride(2), t.stride(0), t.stride(1), NBP, BM, bn, ahead,
+        stride, num_warps=4,
+    )  # fmt: skip
 
 
 def run_triton_update(h: torch.Tensor, t: torch.Tensor, bn: int, amax: torch.Tensor) -> None:
@@ -274,19 +303,29 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=640)
     parser.add_argument("--n", type=int, default=512)
     parser.add_argument("--bn", type=int, default=32, help="columns per program (32 or 64)")
+    parser.add_argument(
+        "--ahead", type=int, choices=(0, 1), default=1,
+        help="1: the Gluon walks load the next step's V and C before this step's products",
+    )  # fmt: skip
+    parser.add_argument(
+        "--fixed-stride", type=int, choices=(0, 1), default=1,
+        help="1: the Gluon kernels are compiled for H's column stride (n), as per shape class",
+    )  # fmt: skip
     args = parser.parse_args()
-    compiled_mix(compile_gluon(apply_walk, args.bn), f"Gluon apply walk, BN={args.bn}")
-    compiled_mix(compile_gluon(update_fused, args.bn), f"Gluon fused update, BN={args.bn}")
+    bn, ahead, stride = args.bn, bool(args.ahead), args.n if args.fixed_stride else 0
+    variant = f"BN={bn}, {'loads ahead' if ahead else 'loads in step'}"
+    variant += f", {'stride compiled in' if stride else 'stride an argument'}"
+    compiled_mix(compile_gluon(apply_walk, bn, ahead, stride), f"Gluon apply walk, {variant}")
+    compiled_mix(compile_gluon(update_fused, bn, ahead, stride), f"Gluon fused update, {variant}")
     if not (torch.cuda.is_available() and torch.cuda.get_device_capability()[0] == 9):
         print("no Hopper GPU here: compiled only")
         return
     h, x, t = problem(args.batch, args.n)
     amax = torch.ones(args.batch, device="cuda")  # ordinary magnitudes: no rescaling
-    bn = args.bn
     for label, want, launch in (
-        ("Gluon apply walk", applied(h, x), lambda m: run_gluon(m, x, bn)),
+        ("Gluon apply walk", applied(h, x), lambda m: run_gluon(m, x, bn, ahead, stride)),
         ("Triton apply tiles", applied(h, x), lambda m: run_triton(m, x, bn, amax)),
-        ("Gluon fused update", updated(h, t), lambda m: run_gluon_update(m, t, bn)),
+        ("Gluon fused update", updated(h, t), lambda m: run_gluon_update(m, t, bn, ahead, stride)),
         ("Triton fused update", updated(h, t), lambda m: run_triton_update(m, t, bn, amax)),
     ):
         out = h.clone()

@@ -29,6 +29,7 @@ from qrsup.kernels import generators
 from qrsup.kernels.generators import generate_input
 from qrsup.kernels.judge.export_area import ExportArea
 from qrsup.kernels.judge.harness_watch import HarnessWatch
+from qrsup.kernels.judge.library_warmup import warm_libraries
 from qrsup.kernels.judge.processes import schedstat
 from qrsup.kernels.judge.protocol import LineReader, decode, encode, write_all
 from qrsup.kernels.profiling.trace import CALL_RANGE
@@ -109,9 +110,10 @@ class Contestant:
             if device.type == "cuda"
             else None
         )
+        self.warmed = warm_libraries(device)  # before any candidate code: the same for each
 
     def hello(self, _: dict) -> dict:
-        return {"ok": True, "pid": os.getpid(), "device": str(self.device)}
+        return {"ok": True, "pid": os.getpid(), "device": str(self.device), "warmed": self.warmed}
 
     def load(self, message: dict) -> dict:
         """Copy the candidate's source from SOURCE_FD to where the referee says, then import it."""

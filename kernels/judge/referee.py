@@ -140,6 +140,7 @@ class Referee:
         self.phases: dict[str, float] = {}
         self.go_overhead_ns = 0.0
         self.do_nothing_window_wait_ns = 0.0  # the most the contestant waited in such a window
+        self.libraries_warmed: list[str] = []  # what the contestant warmed before the candidate
         self.baselines: dict[Spec, CycleBaseline] = {}
         self.dead: ContestantFailure | None = None
         self.contestant = contestant
@@ -184,6 +185,7 @@ class Referee:
             "calibration": {
                 "go_overhead_ns": self.go_overhead_ns,
                 "contestant_window_wait_max_ns": self.do_nothing_window_wait_ns,
+                "libraries_warmed": self.libraries_warmed,
             },
             "phases_s": self.phases,
             "isolation": isolation_summary(self.contestant.boundary),
@@ -236,7 +238,8 @@ class Referee:
 
     def _calibrate(self, benchmarks: list[Spec]) -> None:
         """Harness costs, measured before any candidate code exists in the contestant."""
-        self._ask({"op": "hello"}, "load", "start")
+        hello = self._ask({"op": "hello"}, "load", "start").reply
+        self.libraries_warmed = [str(name) for name in hello.get("warmed") or []]
         settled = [
             self._cycle(CALIBRATION_SPEC, [1, 2], lambda _: False, calibrate=True)
             for _ in range(CALIBRATION_CYCLES)
