@@ -61,20 +61,24 @@ def build_proposer(
     suite = get_suite(session.suite)
 
     def history() -> list[Sample]:
+        iterations = [r for r in store.iterations() if r.candidate_id]
         waits = {
-            r.candidate_id: r.compile_wait_s
-            for r in store.iterations()
-            if r.candidate_id and r.compile_wait_s is not None
+            r.candidate_id: r.compile_wait_s for r in iterations if r.compile_wait_s is not None
         }
+        # Set aside unjudged, a slow compile is a point without a figure, like a failed one.
+        slow = {r.candidate_id for r in iterations if r.verdict == Verdict.SLOW_COMPILE}
         return [
             Sample(
                 c.params,
                 c.geomean_ns if c.verdict == "pass" else None,
                 c.spec_means_ns or {},
                 waits.get(c.id),
+                compile_overran=c.id in slow,
             )
             for c in store.candidates()
-            if c.family == spec.family and c.params is not None and c.verdict in ON_THE_CANDIDATE
+            if c.family == spec.family
+            and c.params is not None
+            and (c.verdict in ON_THE_CANDIDATE or c.id in slow)
         ]
 
     return TunerProposer(
@@ -138,7 +142,11 @@ def main(argv: list[str] | None = None) -> int:
         cache_dir = paths.agent_dir(name) / "triton"
         cache = shared(cache_dir) if tuner else None
         local = tuner and session.executor == "local"
-        precompiler = Precompiler.for_device(device, cache_dir, paths.work(name)) if local else None
+        precompiler = (
+            Precompiler.for_device(device, cache_dir, paths.work(name), settings.compile_patience_s)
+            if local
+            else None
+        )
         if local and device.startswith("cuda") and precompiler is None:
             log("kernels are not compiled ahead: NVML cannot name this GPU's compute capability")
         evaluator = Evaluator.for_session(paths, session, device, cache, executor)

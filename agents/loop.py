@@ -234,7 +234,10 @@ class ResearchAgent:
             self._finish(record)
             return
         record.candidate_id = candidate.id
-        record.compile_wait_s = self._compile(candidate)
+        record.compile_wait_s, overran = self._compile(candidate)
+        if overran:
+            self._set_aside_unjudged(record)
+            return
         self._propose_ahead(incumbent)
         result, record.comparison = self._judge(candidate, incumbent)
         self._hold_ahead(False)  # the judge is done timing: the next candidate compiles on
@@ -366,12 +369,13 @@ class ResearchAgent:
             created_at=time.time(),
         )
 
-    def _compile(self, candidate: Candidate) -> float | None:
+    def _compile(self, candidate: Candidate) -> tuple[float | None, bool]:
         """Its kernels, compiled ahead during the last judge run or now, before its own: the
         judge compiles whatever is still missing, on the GPU's clock. Returns how long the loop
-        waited for them (None where no compiler runs): the tuner shuns what is slow to compile."""
+        waited for them (None where no compiler runs), which the tuner weighs, and whether they
+        were still compiling when the agent's patience ran out."""
         if self.precompile is None:
-            return None
+            return None, False
         self.heartbeat.update(state="evaluating", candidate=candidate.id, detail="compiling")
         compilation, self.compiling = self.compiling, None
         if compilation is not None and compilation.source != candidate.source:
@@ -380,11 +384,23 @@ class ResearchAgent:
         if compilation is None:
             compilation = self._start_compile(self.precompile, candidate)
         if compilation is None:
-            return None
+            return None, False
         started = time.monotonic()
         if line := compilation.wait():
             self.log.write(f"it {self.iteration}: {line}")
-        return time.monotonic() - started
+        return time.monotonic() - started, compilation.overran
+
+    def _set_aside_unjudged(self, record: IterationDraft) -> None:
+        """A candidate whose kernels outlast the agent's compile patience is not judged: the
+        judge would compile them on the GPU's clock, and the GPU would stand idle meanwhile. It
+        stays in the store; its record says why, and the tuner shuns what made it slow."""
+        record.verdict, record.decision = Verdict.SLOW_COMPILE, Decision.REJECTED
+        patience = self.precompile.patience_s if self.precompile else 0.0
+        record.reason = (
+            f"not judged: its kernels were still compiling after {record.compile_wait_s:.0f} s "
+            f"(compile patience {patience:g} s, `[loop] compile_patience_s` in qrsup.toml)"
+        )
+        self._finish(record)
 
     def _propose_ahead(self, incumbent: Incumbent) -> None:
         """A free proposer's next proposal now, its kernels compiling while this candidate is

@@ -31,6 +31,10 @@ from qrsup.kernels.schema import Candidate
 from qrsup.kernels.suites import Spec
 
 TIMEOUT_S = 300.0
+# How long the loop waits for a candidate's kernels before it sets the candidate aside unjudged
+# (`[loop] compile_patience_s`). On an H200 a tuner candidate's kernels took 1–27 s, and one
+# (huge.path = "fused") 218 s, while the GPU stood idle (docs/benchmarks.md, 2026-12-04).
+PATIENCE_S = 45.0
 ANSWERED_POLL_S = 0.05  # how long a cancel looks for an answer already sent
 JUDGE_COMPILES = "the judge compiles instead"
 
@@ -40,17 +44,22 @@ class Precompiler:
     through one compiler kept warm for the agent (precompile_server.py), started on first use
     and again after a cancel or a death."""
 
-    def __init__(self, cache: Path, arch: int, work: Path, workers: int) -> None:
+    def __init__(
+        self, cache: Path, arch: int, work: Path, workers: int, patience_s: float = PATIENCE_S
+    ) -> None:
         self.cache, self.arch, self.work, self.workers = cache, arch, work, workers
+        self.patience_s = patience_s
         self._server: CompileServer | None = None
 
     @classmethod
-    def for_device(cls, device: str, cache: Path, work: Path) -> Precompiler | None:
+    def for_device(
+        cls, device: str, cache: Path, work: Path, patience_s: float = PATIENCE_S
+    ) -> Precompiler | None:
         """One for a CUDA device whose capability NVML reports; None elsewhere."""
         arch = device_arch(device)
         if arch is None:
             return None
-        return cls(cache, arch, work, spare_workers())
+        return cls(cache, arch, work, spare_workers(), patience_s)
 
     def start(self, candidate: Candidate, specs: Sequence[Spec]) -> Compilation | None:
         """Start compiling the kernels the candidate launches for these specs' shapes; None
@@ -65,7 +74,9 @@ class Precompiler:
         shapes = list(dict.fromkeys((spec.batch, spec.n) for spec in specs))
         job = {"id": candidate.id, "configs": str(configs), "cache": str(self.cache)}
         self._server.submit(job | {"shapes": shapes})
-        return Compilation(candidate.id, candidate.source, self._server, configs, time.monotonic())
+        return Compilation(
+            candidate.id, candidate.source, self._server, configs, time.monotonic(), self.patience_s
+        )
 
     def __call__(self, candidate: Candidate, specs: Sequence[Spec]) -> str:
         """Compile and wait: a line for the agent's log ("" where the candidate embeds no
@@ -165,18 +176,23 @@ class Compilation:
     server: CompileServer
     configs: Path
     started: float  # time.monotonic()
+    patience_s: float = PATIENCE_S
+    overran: bool = False  # still compiling when the patience ran out
 
     def wait(self) -> str:
-        """Its line for the agent's log, once it ends or overruns TIMEOUT_S from its start."""
+        """Its line for the agent's log, once it ends, or once the loop has waited `patience_s`
+        (the time it ran beside the last judge run was free) or it has run TIMEOUT_S."""
         self.hold(False)
-        remaining = max(0.0, self.started + TIMEOUT_S - time.monotonic())
-        reply = self.server.reply(self.job, remaining)
+        now = time.monotonic()
+        deadline = min(now + self.patience_s, self.started + TIMEOUT_S)
+        reply = self.server.reply(self.job, max(0.0, deadline - now))
         self.configs.unlink(missing_ok=True)
         if reply is None:
-            timed_out = time.monotonic() >= self.started + TIMEOUT_S  # else it died
-            self.server.stop()
-            if timed_out:
-                return f"precompile: no answer in {TIMEOUT_S:g} s; {JUDGE_COMPILES}"
+            self.overran = time.monotonic() >= deadline  # else it died
+            self.server.stop()  # what it finished stays in the cache
+            if self.overran:
+                waited = time.monotonic() - now
+                return f"precompile: still compiling after the loop waited {waited:.0f} s"
             return f"precompile failed ({self.server.last_words()}); {JUDGE_COMPILES}"
         if "error" in reply:
             return f"precompile failed ({reply['error']}); {JUDGE_COMPILES}"

@@ -37,6 +37,9 @@ private_dir_mb = 2048   # the contestant's work directory, Triton's cache includ
 tmp_mb = 512            # each of its /tmp and /dev/shm
 max_processes = 4096    # processes and threads; a fork bomb stops here
 warm = true             # an agent on a GPU starts each run's referee ahead of it
+
+[loop]
+compile_patience_s = 45 # a tuner candidate whose kernels take longer to compile is not judged
 ```
 """
 
@@ -49,6 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from qrsup.agents.hooks import HookSettings
+from qrsup.agents.precompile import PATIENCE_S
 from qrsup.agents.proposers.chat import checked_settings
 from qrsup.agents.spend import parse_cost_budget
 from qrsup.kernels.judge.sandbox import IsolationSettings
@@ -58,7 +62,7 @@ MiB = 2**20
 BASE_URL_ENV = "OPENAI_BASE_URL"
 DEFAULT_GUIDANCE = "guidance.md"
 _JUDGE_KEYS = {"isolation", "user", "private_dir_mb", "tmp_mb", "max_processes", "warm"}
-_TABLES = {"launch", "model", "commands", "hooks", "guidance", "judge"}
+_TABLES = {"launch", "model", "commands", "hooks", "guidance", "judge", "loop"}
 
 
 class SettingsError(ValueError):
@@ -99,6 +103,9 @@ class WorkspaceSettings:
     """The status-change hook."""
     guidance_file: str = DEFAULT_GUIDANCE
     """Relative to the workspace; every agent re-reads it each iteration."""
+    compile_patience_s: float = PATIENCE_S
+    """How long an agent waits for a tuner candidate's kernels before it sets the candidate
+    aside unjudged (`[loop] compile_patience_s`)."""
 
 
 def load_settings(workspace: Path, environ: Mapping[str, str] = os.environ) -> WorkspaceSettings:
@@ -125,6 +132,7 @@ def load_settings(workspace: Path, environ: Mapping[str, str] = os.environ) -> W
             commands=_commands(_table(data, "commands")),
             hooks=_hooks(_table(data, "hooks")),
             guidance_file=_guidance(_table(data, "guidance")),
+            compile_patience_s=_loop(_table(data, "loop")),
         )
     except (TypeError, ValueError) as exc:
         raise SettingsError(f"{path}: {exc}") from None
@@ -170,6 +178,17 @@ def _judge(table: Mapping[str, object]) -> IsolationSettings:
         )
     except (TypeError, ValueError) as exc:
         raise ValueError(f"[judge]: {exc}") from None
+
+
+def _loop(table: Mapping[str, object]) -> float:
+    """The `[loop]` table's compile patience, in seconds."""
+    _only(table, "loop", {"compile_patience_s"})
+    value = table.get("compile_patience_s", PATIENCE_S)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise ValueError(
+            f"[loop] compile_patience_s must be a number of seconds > 0, got {value!r}"
+        )
+    return float(value)
 
 
 def _launch(table: Mapping[str, object]) -> LaunchDefaults:

@@ -48,6 +48,7 @@ class Sample:
     geomean_ns: float | None
     spec_means_ns: Mapping[int, float]
     compile_wait_s: float | None = None  # the loop's wait for its kernels; None: not known
+    compile_overran: bool = False  # set aside unjudged: still compiling when the loop gave up
 
 
 def source_hash(source: str) -> str:
@@ -233,13 +234,12 @@ def failing_values(samples: Sequence[Sample]) -> set[tuple[str, object]]:
 
 def costly_values(samples: Sequence[Sample]) -> set[tuple[str, object]]:
     """(knob, value) pairs held only by points whose compile kept the loop waiting over
-    COSTLY_COMPILE_S, none of them the fastest passing point."""
+    COSTLY_COMPILE_S, or outlasted its patience, none of them the fastest passing point."""
     best = min((s.geomean_ns for s in samples if s.geomean_ns is not None), default=None)
     held: dict[tuple[str, object], list[bool]] = {}
     for sample in samples:
-        costly = (sample.compile_wait_s or 0.0) > COSTLY_COMPILE_S and (
-            sample.geomean_ns is None or sample.geomean_ns != best
-        )
+        slow = sample.compile_overran or (sample.compile_wait_s or 0.0) > COSTLY_COMPILE_S
+        costly = slow and (sample.geomean_ns is None or sample.geomean_ns != best)
         for knob, value in sample.point.items():
             held.setdefault((knob, value), []).append(costly)
     return {pair for pair, costly in held.items() if all(costly)}

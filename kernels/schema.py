@@ -32,6 +32,7 @@ class Verdict(StrEnum):
     PROPOSAL = "proposal"  # the loop: the proposer gave no candidate
     INTERRUPTED = "interrupted"  # the loop: its agent died while the candidate was in flight
     LOST_NODE = "lost node"  # a Ray node died under the run, and again under its one retry
+    SLOW_COMPILE = "slow compile"  # the loop: its kernels outlasted the agent's compile patience
 
 
 JUDGE_VERDICTS = frozenset(

@@ -10,6 +10,7 @@ from pathlib import Path
 from qrsup.agents.evaluation import Evaluator, StageResult
 from qrsup.agents.git_workspace import init_repo
 from qrsup.agents.incumbent import bootstrap_incumbent
+from qrsup.agents.precompile import PATIENCE_S
 from qrsup.agents.records import AgentLog
 from qrsup.agents.session import AgentSpec, RunPaths, SessionConfig, load_session, save_session
 from qrsup.agents.store import Store
@@ -131,11 +132,17 @@ class StandInCompile:
     source: str
     shapes: list[int]
     wait_s: float = 0.0
+    patience_s: float = PATIENCE_S
     started: float = field(default_factory=time.time)
     cancelled: bool = False
+    overran: bool = False
     holds: list[bool] = field(default_factory=list)  # each hold(held) the agent asked for
 
     def wait(self) -> str:
+        if self.wait_s > self.patience_s:
+            time.sleep(self.patience_s)
+            self.overran = True
+            return f"precompile: still compiling after the loop waited {self.patience_s:g} s"
         time.sleep(self.wait_s)
         return "precompiled 3 kernels (0 already cached) in 0.1 s"
 
@@ -154,13 +161,18 @@ class StandInCompiler:
     started: list[StandInCompile] = field(default_factory=list)
     device: str = ""
     wait_s: float = 0.0  # how long each compile keeps the agent waiting
+    patience_s: float = PATIENCE_S  # the agent's, from its workspace settings
 
-    def for_device(self, device: str, cache: Path, work: Path) -> StandInCompiler:
-        self.device = device
+    def for_device(
+        self, device: str, cache: Path, work: Path, patience_s: float = PATIENCE_S
+    ) -> StandInCompiler:
+        self.device, self.patience_s = device, patience_s
         return self
 
     def start(self, candidate: Candidate, specs: Sequence[Spec]) -> StandInCompile:
         shapes = [spec.n for spec in specs]
-        compile_ = StandInCompile(self.device, candidate.id, candidate.source, shapes, self.wait_s)
+        compile_ = StandInCompile(
+            self.device, candidate.id, candidate.source, shapes, self.wait_s, self.patience_s
+        )
         self.started.append(compile_)
         return self.started[-1]

@@ -10,6 +10,7 @@ from qrsup.agents.proposal import ParentCandidate, Proposal, ProposalContext
 from qrsup.agents.proposed_ahead import ProposedAhead
 from qrsup.agents.session import AgentSpec
 from qrsup.agents.store import Store
+from qrsup.kernels.schema import Decision, Verdict
 
 from tests.loop_helpers import StandInCompiler, make_session
 
@@ -73,3 +74,27 @@ def test_a_proposal_made_ahead_is_dropped_when_its_parent_or_what_the_agent_was_
     assert not ahead.still_fits(_context(parent="c-new-incumbent"))
     assert not ahead.still_fits(_context(steering=("try wider panels",)))
     assert not ahead.still_fits(_context(guidance="focus on 8x2048"))
+
+
+def test_a_candidate_whose_kernels_outlast_the_compile_patience_is_set_aside_unjudged(
+    tmp_path, monkeypatch, seed_incumbent
+):
+    """The judge would compile them on the GPU's clock while the GPU stood idle: the record
+    says why it was not judged, the candidate stays in the store, and the loop goes on."""
+    paths = make_session(tmp_path, (AgentSpec("a1", goal="geomean < 1ns", max_iterations=2),))
+    seed_incumbent(paths)
+    (tmp_path / "ws" / "qrsup.toml").write_text("[loop]\ncompile_patience_s = 0.2\n")
+    monkeypatch.setattr(agent_main, "build_proposer", lambda *_: _Failing())
+    compiler = StandInCompiler(wait_s=5.0)
+    monkeypatch.setattr(agent_main.Precompiler, "for_device", staticmethod(compiler.for_device))
+    assert agent_main.main([str(paths.root), "a1", "cpu"]) == 0
+    assert compiler.patience_s == 0.2
+    with Store.reader(paths.store) as store:
+        records = store.iterations("a1")
+        assert len(records) == 2
+        for record in records:
+            assert record.verdict == Verdict.SLOW_COMPILE and record.decision == Decision.REJECTED
+            assert not record.evaluated and store.evaluations(record.candidate_id) == []
+            assert store.candidate(record.candidate_id) is not None
+            assert 0.2 <= record.compile_wait_s < 5.0
+            assert "still compiling" in record.reason and "compile_patience_s" in record.reason

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from qrsup.agents.precompile import PATIENCE_S
 from qrsup.agents.settings import SettingsError, load_settings
 from qrsup.kernels.judge.sandbox import IsolationSettings
 
@@ -14,6 +15,12 @@ def test_no_file_gives_the_defaults(tmp_path):
     settings = load_settings(tmp_path)
     assert settings.judge == IsolationSettings()
     assert settings.warm_referees is True
+    assert settings.compile_patience_s == PATIENCE_S
+
+
+def test_loop_table_sets_the_compile_patience(tmp_path):
+    (tmp_path / "qrsup.toml").write_text("[loop]\ncompile_patience_s = 90\n")
+    assert load_settings(tmp_path).compile_patience_s == 90.0
 
 
 def test_judge_table_sets_the_boundary(tmp_path):
@@ -36,6 +43,9 @@ def test_judge_table_sets_the_boundary(tmp_path):
         ("[judge]\nusr = 'x'\n", "unknown [judge] key(s): usr"),
         ('[judge]\nwarm = "yes"\n', "[judge] warm must be true or false, got 'yes'"),
         ("judge = 3\n", "[judge] must be a table"),
+        ("[loop]\ncompile_patience_s = 0\n", "compile_patience_s must be a number of seconds > 0"),
+        ('[loop]\ncompile_patience_s = "long"\n', "got 'long'"),
+        ("[loop]\npatience = 3\n", "unknown [loop] key(s): patience"),
     ],
 )
 def test_bad_settings_are_one_clear_error(tmp_path, text, message):

@@ -165,3 +165,18 @@ def test_a_knob_value_whose_point_was_slow_to_compile_is_not_proposed_again():
     proposed = _panel_widths_proposed(space, parent, history, 300)
     assert costly not in proposed
     assert {fastest, quick} <= proposed
+
+
+def test_a_knob_value_whose_point_outlasted_the_compile_patience_is_not_proposed_again():
+    """Set aside unjudged after 45 s (under COSTLY_COMPILE_S): no figure, and still shunned."""
+    space = BlockedWySpace()
+    parent = space.default_point()
+    knob = "all.panel_width"
+    slow, quick = 24, 16
+    history = [
+        Sample({**parent, knob: slow}, None, {}, compile_wait_s=45.0, compile_overran=True),
+        Sample({**parent, knob: quick}, 3.0, {}, compile_wait_s=45.0),
+        Sample(parent, 1.0, {}),
+    ]
+    proposed = _panel_widths_proposed(space, parent, history, 300)
+    assert slow not in proposed and quick in proposed
