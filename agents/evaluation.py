@@ -290,8 +290,9 @@ class Evaluator:
         return timed.standing_for(parent_id, {i: parent_means[i] for i in others})
 
     def revalidate(self, path: Path, progress: Progress | None = None) -> StageResult:
-        """Every test and benchmark spec on a fresh secret seed: the gate before a promotion."""
-        config = self._config(path, self.suite, "all", self.rule, secrets.randbits(31))
+        """Every test, hardening case and benchmark spec on a fresh secret seed: the gate before
+        a promotion."""
+        config = self._config(path, self.suite.hardened(), "all", self.rule, secrets.randbits(31))
         report = self.executor.evaluate(path, config, progress)
         return StageResult("revalidate", report, report.spec_means_ns())
 
