@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import pytest
 from qrsup.agents.beam import Scored, Slot, place, source_lines
+from qrsup.agents.decision import geomean_noise
+from qrsup.agents.evaluation import StageResult
+from qrsup.kernels.judge.report import JudgeReport
+from qrsup.kernels.schema import Inherited
 
 INC = Scored("inc", "blocked_wy", 10.0, {0: 10.0, 1: 10.0}, 20)
+PASSED = JudgeReport.from_dict(
+    {"verdict": "pass", "reason": "", "candidate": "c.py", "source_sha256": "", "suite": "qr_v2",
+     "mode": "bench", "seed": None}
+)  # fmt: skip
 
 
 def scored(cid, family="blocked_wy", geo=10.0, means=None, lines=20):
@@ -53,3 +62,29 @@ def test_rejection_gives_every_slots_reason():
 
 def test_source_lines_ignores_blanks_and_comments():
     assert source_lines("a = 1\n\n# note\n  b = 2\n") == 2
+
+
+def test_a_gain_on_the_only_spec_a_stage_timed_is_weighed_against_that_specs_noise():
+    """A full stage timed 2×4096 alone and took the incumbent's figures for the other 11: its
+    15% there moves the geomean 1.3%. Against the whole suite's 2% that was "within noise"
+    (an H200 loop, 2026-12-04); the other specs cancel, so the 2% applies to the one timed."""
+    incumbent_means = {i: 1.0 for i in range(12)}
+    incumbent = Scored("inc", "fast", 1.0, incumbent_means, 20)
+    means = {**incumbent_means, 6: 0.85}
+    candidate = Scored("c", "fast", 0.85 ** (1 / 12), means, 20)
+    inherited = Inherited("inc", tuple(i for i in range(12) if i != 6))
+    full = StageResult("full", PASSED, means, inherited)
+    noise = geomean_noise(0.02, full, "inc", 12)
+    assert noise == pytest.approx(1.02 ** (1 / 12) - 1)
+    assert place(candidate, {}, incumbent, noise, 1, "exploit").role == "exploit"
+    assert place(candidate, {}, incumbent, 0.02, 1, "exploit").role is None
+    # 1.5% on that spec is inside its 2%, whatever the share.
+    small = Scored("s", "fast", 0.985 ** (1 / 12), {**incumbent_means, 6: 0.985}, 20)
+    assert place(small, {}, incumbent, noise, 1, "exploit").role is None
+
+
+def test_the_session_noise_stands_when_every_spec_was_timed_or_another_candidate_lent_figures():
+    timed = StageResult("full", PASSED, {0: 1.0, 1: 1.0})
+    assert geomean_noise(0.02, timed, "inc", 2) == 0.02
+    lent = StageResult("full", PASSED, {0: 1.0, 1: 1.0}, Inherited("c-parent", (1,)))
+    assert geomean_noise(0.02, lent, "inc", 2) == 0.02
