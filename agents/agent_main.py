@@ -136,10 +136,12 @@ def main(argv: list[str] | None = None) -> int:
         # timed run would slow that run down.
         warm = settings.warm_referees and device.startswith("cuda")
         executor = session_executor(paths, session, name, log, warm)
-        # The tuner's candidates are qrsup's own code: they may share compiled kernels, and
-        # this host may compile them ahead of their judge runs.
+        # The tuner's candidates are qrsup's own code: they may share compiled kernels, those
+        # of every tuner agent of the session (so a second agent on this host finds the
+        # incumbent's kernels compiled by the first), and this host may compile them ahead of
+        # their judge runs. Triton's cache writes each entry whole, so agents may write at once.
         tuner = spec.proposer == "tuner"
-        cache_dir = paths.agent_dir(name) / "triton"
+        cache_dir = paths.triton_caches / "tuner"
         cache = shared(cache_dir) if tuner else None
         local = tuner and session.executor == "local"
         precompiler = (

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from qrsup.agents.settings import PATIENCE_S
 from qrsup.agents.spaces import embedded_config
 from qrsup.kernels.compile_beside import lower_priority, spare_workers
 from qrsup.kernels.device_arch import device_arch
@@ -31,10 +32,6 @@ from qrsup.kernels.schema import Candidate
 from qrsup.kernels.suites import Spec
 
 TIMEOUT_S = 300.0
-# How long the loop waits for a candidate's kernels before it sets the candidate aside unjudged
-# (`[loop] compile_patience_s`). On an H200 a tuner candidate's kernels took 1–27 s, and one
-# (huge.path = "fused") 218 s, while the GPU stood idle (docs/benchmarks.md, 2026-12-04).
-PATIENCE_S = 45.0
 ANSWERED_POLL_S = 0.05  # how long a cancel looks for an answer already sent
 JUDGE_COMPILES = "the judge compiles instead"
 

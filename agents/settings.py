@@ -52,12 +52,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from qrsup.agents.hooks import HookSettings
-from qrsup.agents.precompile import PATIENCE_S
 from qrsup.agents.proposers.chat import checked_settings
 from qrsup.agents.spend import parse_cost_budget
 from qrsup.kernels.judge.sandbox import IsolationSettings
 
 SETTINGS_FILE = "qrsup.toml"
+# How long the loop waits for a tuner candidate's kernels before it sets the candidate aside
+# unjudged (`[loop] compile_patience_s`). On an H200 candidates' kernels took 1–27 s, and one
+# (huge.path = "fused") 218 s while the GPU stood idle (docs/benchmarks.md, 2026-12-04).
+PATIENCE_S = 45.0
 MiB = 2**20
 BASE_URL_ENV = "OPENAI_BASE_URL"
 DEFAULT_GUIDANCE = "guidance.md"

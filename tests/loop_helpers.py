@@ -10,9 +10,9 @@ from pathlib import Path
 from qrsup.agents.evaluation import Evaluator, StageResult
 from qrsup.agents.git_workspace import init_repo
 from qrsup.agents.incumbent import bootstrap_incumbent
-from qrsup.agents.precompile import PATIENCE_S
 from qrsup.agents.records import AgentLog
 from qrsup.agents.session import AgentSpec, RunPaths, SessionConfig, load_session, save_session
+from qrsup.agents.settings import PATIENCE_S
 from qrsup.agents.store import Store
 from qrsup.kernels.schema import Candidate, Progress
 from qrsup.kernels.suites import Spec, Suite, get_suite
@@ -162,11 +162,12 @@ class StandInCompiler:
     device: str = ""
     wait_s: float = 0.0  # how long each compile keeps the agent waiting
     patience_s: float = PATIENCE_S  # the agent's, from its workspace settings
+    cache: Path | None = None  # the Triton cache it was given
 
     def for_device(
         self, device: str, cache: Path, work: Path, patience_s: float = PATIENCE_S
     ) -> StandInCompiler:
-        self.device, self.patience_s = device, patience_s
+        self.device, self.patience_s, self.cache = device, patience_s, cache
         return self
 
     def start(self, candidate: Candidate, specs: Sequence[Spec]) -> StandInCompile:

@@ -55,6 +55,7 @@ def test_the_next_candidate_compiles_during_this_ones_judge_run_and_is_judged_ne
     # It stood still while the first's judge run timed, and went on once that run ended.
     assert True in two.holds and two.holds[-1] is False
     assert not one.holds  # a candidate's own compile ends before its judge run starts
+    assert compiler.cache == paths.triton_caches / "tuner"  # every tuner agent's of the session
     assert "it 2: proposing from" in (log := paths.agent_log("a1").read_text())
     assert "(proposed during the last judge run)" in log
 

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from qrsup.agents.precompile import PATIENCE_S
-from qrsup.agents.settings import SettingsError, load_settings
+from qrsup.agents.settings import PATIENCE_S, SettingsError, load_settings
 from qrsup.kernels.judge.sandbox import IsolationSettings
 
 from tests.conftest import CANDIDATES
