@@ -292,6 +292,13 @@ def _settles(pid: int, stopped: bool, timeout_s: float = 5.0) -> bool:
     return False
 
 
+def _ended(process: psutil.Process) -> bool:
+    try:
+        return process.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
 def test_a_held_compile_and_its_workers_end_when_the_agent_that_started_it_dies(
     cuda_compiler, tmp_path
 ):
@@ -323,8 +330,10 @@ def test_a_held_compile_and_its_workers_end_when_the_agent_that_started_it_dies(
         workers = group[1:]
         agent.kill()
         agent.wait()
-        gone = psutil.wait_procs([compiler, *workers], timeout=10)[0]
-        assert {p.pid for p in gone} == {compiler.pid, *(w.pid for w in workers)}
+        alive = psutil.wait_procs([compiler, *workers], timeout=10)[1]
+        # A process that ended stays a zombie until its new parent, the host's init, reaps it:
+        # some inits do that late under load.
+        assert [p.pid for p in alive if not _ended(p)] == []
     finally:
         agent.kill()
         agent.wait()
