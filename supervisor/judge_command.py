@@ -48,6 +48,12 @@ def add_judge_commands(commands: argparse._SubParsersAction) -> None:
             default="sampled",
             help="re-check a random sample of timed outputs, or all of them",
         )
+        if name == "test":
+            sub.add_argument(
+                "--hardening",
+                action="store_true",
+                help="also the suite's hardening cases, which a promotion's revalidation runs",
+            )
         if name == "bench":
             sub.add_argument(
                 "--baseline", action="store_true", help="also time torch.geqrf in the same run"
@@ -109,6 +115,10 @@ def _judge(args: argparse.Namespace, console: Console, executor: JudgeExecutor) 
         suite = get_suite(suite_name)
     except SuiteError as exc:
         raise UsageError(str(exc)) from None
+    if getattr(args, "hardening", False):
+        if not suite.hardening:
+            raise UsageError(f"--hardening: the suite '{suite.name}' names no hardening cases")
+        suite = suite.hardened()
     mode = args.command
     rule = getattr(args, "rule", None) or ("contest" if device.startswith("cuda") else "quick")
     config = JudgeConfig(

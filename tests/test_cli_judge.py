@@ -29,6 +29,10 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
         (["bench", str(CANDIDATES / "blocked_wy.py"), "--device", "tpu"], "--device must be"),
         (["test", str(CHEATERS / "mentions_the_banned_word.py")], "forbidden word"),
         (["frobnicate"], "invalid choice"),
+        (
+            ["test", str(CANDIDATES / "blocked_wy.py"), "--suite", "smoke", "--hardening"],
+            "the suite 'smoke' names no hardening cases",
+        ),
     ],
 )
 def test_bad_input_gets_one_line_and_exit_2(capsys, args, message):

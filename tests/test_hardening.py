@@ -7,6 +7,8 @@ import pytest
 from qrsup.agents.evaluation import Evaluator
 from qrsup.kernels.suites import QR_V2, Spec, Suite, SuiteError, load_suite_toml
 
+from tests.test_cli_judge import run_cli
+
 pytestmark = pytest.mark.timeout(300)
 
 # Right everywhere but at n = 12, where its R is scaled: only a hardening case meets that.
@@ -69,3 +71,15 @@ def test_a_promotions_revalidation_fails_a_kernel_on_a_hardening_case_its_stages
     revalidated = evaluator.revalidate(path)
     assert not revalidated.passed
     assert "2x12 band" in revalidated.report.reason, revalidated.report.reason
+
+
+def test_qrsup_test_runs_the_hardening_cases_when_asked(tmp_path):
+    """An entrant sees before a promotion what its revalidation will check."""
+    candidate, suite = tmp_path / "candidate.py", tmp_path / "hardened.toml"
+    candidate.write_text(WRONG_AT_12)
+    suite.write_text(
+        "[[tests]]\nbatch = 2\nn = 8\n[[hardening]]\nbatch = 2\nn = 12\ncase = 'band'\n"
+    )
+    assert run_cli("test", str(candidate), "--suite", str(suite)).returncode == 0
+    hardened = run_cli("test", str(candidate), "--suite", str(suite), "--hardening")
+    assert hardened.returncode == 1 and "2x12 band" in hardened.stdout, hardened.stdout

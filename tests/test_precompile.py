@@ -218,6 +218,19 @@ def test_a_dead_warm_compiler_is_a_log_line_and_the_next_compile_starts_another(
     assert again.server.alive()
 
 
+def test_a_compile_past_the_patience_is_overrun_and_its_compiler_ends(tmp_path):
+    """The loop sets such a candidate aside; the next compile starts a compiler afresh."""
+    precompiler = Precompiler(tmp_path / "triton", 90, tmp_path, workers=1, patience_s=0.05)
+    try:
+        compilation = _start(precompiler)
+        line = compilation.wait()
+        assert compilation.overran and line.startswith("precompile: still compiling after")
+        assert compilation.server.process.returncode is not None
+        assert not list(tmp_path.glob("*.configs.toml"))
+    finally:
+        precompiler.close()
+
+
 def test_the_warm_compiler_answers_a_bad_job_line_and_serves_on(tmp_path):
     server = subprocess.run(
         [sys.executable, "-m", "qrsup.kernels.fast.precompile_server", "--arch=90"],
