@@ -36,3 +36,11 @@ install_wheels() {
   install_qrsup
   qrsup=(python -m qrsup.supervisor.cli)
 }
+
+# Nsight Compute's sections for a kernel's limits (throughput against peak, occupancy, launch
+# resources, warp stalls, the compute and memory pipes), and the lines of its report worth
+# reading first: `ncu "${NCU_SECTIONS[@]/#/--section=}" …`, then `ncu_digest REPORT`.
+NCU_SECTIONS=(SpeedOfLight Occupancy LaunchStats WarpStateStats ComputeWorkloadAnalysis MemoryWorkloadAnalysis)
+ncu_digest() {
+  grep -E '^  [a-z_]+kernel|^  [a-z_]+ \(|Duration|Registers Per|Achieved Occupancy|Theoretical Occupancy|Compute \(SM\) Throughput|Memory Throughput|DRAM Throughput|Issue Slots Busy|Executed Ipc Active|Warp Cycles Per Issued|Block Limit|Dynamic Shared|Static Shared|L1/TEX Hit|L2 Hit|Grid Size|Block Size|One or More Eligible|No Eligible|Stall' "$1" | head -n 250
+}

@@ -13,9 +13,8 @@ source "$(dirname "$0")/device_common.sh"
 install_wheels
 record_env
 batch=${shape%x*} n=${shape#*x}
-sections=(SpeedOfLight Occupancy LaunchStats WarpStateStats ComputeWorkloadAnalysis MemoryWorkloadAnalysis)
 step "ncu_$shape" 400 ncu --target-processes all -k "regex:$regex" --launch-skip "$skip" \
-  --launch-count "$count" "${sections[@]/#/--section=}" python -c "
+  --launch-count "$count" "${NCU_SECTIONS[@]/#/--section=}" python -c "
 import torch
 from qrsup.kernels.fast.geqrf import geqrf
 a = torch.randn($batch, $n, $n, device='cuda')
@@ -24,4 +23,4 @@ for _ in range(2):
 torch.cuda.synchronize()
 "
 cat "$out/env.txt" "$out/steps.txt"
-grep -E '^  [a-z_]+kernel|Duration|Registers Per|Achieved Occupancy|Theoretical Occupancy|Compute \(SM\) Throughput|Memory Throughput|DRAM Throughput|Issue Slots Busy|Executed Ipc Active|Warp Cycles Per Issued|Block Limit|Dynamic Shared|Static Shared|L1/TEX Hit|L2 Hit|Grid Size|Block Size|One or More Eligible|No Eligible' "$out/ncu_$shape.txt" | head -n 250
+ncu_digest "$out/ncu_$shape.txt"
