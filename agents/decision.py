@@ -7,7 +7,13 @@ from dataclasses import dataclass
 
 from qrsup.agents.affected_specs import AffectedSpecs
 from qrsup.agents.beam import Scored, Slot, place, source_lines
-from qrsup.agents.evaluation import Comparison, Evaluator, RetimingFailure, StageResult
+from qrsup.agents.evaluation import (
+    Comparison,
+    Evaluator,
+    RetimingFailure,
+    StageResult,
+    noise_over_share,
+)
 from qrsup.agents.incumbent import Incumbent
 from qrsup.agents.promotion import promote
 from qrsup.agents.recorder import Recorder
@@ -191,5 +197,4 @@ def geomean_noise(noise: float, full: StageResult, incumbent_id: str, specs: int
     inherited = full.inherited
     if inherited is None or inherited.parent_id != incumbent_id or not specs:
         return noise
-    share = 1.0 - len(inherited.specs) / specs
-    return (1.0 + noise) ** share - 1.0
+    return noise_over_share(noise, 1.0 - len(inherited.specs) / specs)

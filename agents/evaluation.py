@@ -116,7 +116,7 @@ class Comparison:
 
     @property
     def suite_noise(self) -> float:
-        return (1.0 + self.noise) ** self.share - 1.0
+        return noise_over_share(self.noise, self.share)
 
     def describe(self, verdict: str) -> str:
         """`gain … beyond|within noise …`, with the re-timed specs' own figures when focused."""
@@ -327,6 +327,13 @@ class Evaluator:
         }
         run = StageResult("full", incumbent_runs[-1].report, means)
         return Comparison(inc, cha, gain, noise, tuple(benchmarks), share, run)
+
+
+def noise_over_share(noise: float, share: float) -> float:
+    """The suite geomean's noise when only a `share` of its specs vary, each by `noise`: the
+    others cancel, and the geomean moves by the varying specs' ratio to the power of their
+    share."""
+    return (1.0 + noise) ** share - 1.0
 
 
 def _spread(values: list[float]) -> float:
