@@ -234,9 +234,9 @@ class ResearchAgent:
             self._finish(record)
             return
         record.candidate_id = candidate.id
-        record.compile_wait_s, overran = self._compile(candidate)
-        if overran:
-            self._set_aside_unjudged(record)
+        record.compile_wait_s, overran_patience = self._compile(candidate)
+        if overran_patience is not None:
+            self._set_aside_unjudged(record, overran_patience)
             return
         self._propose_ahead(incumbent)
         result, record.comparison = self._judge(candidate, incumbent)
@@ -369,13 +369,13 @@ class ResearchAgent:
             created_at=time.time(),
         )
 
-    def _compile(self, candidate: Candidate) -> tuple[float | None, bool]:
+    def _compile(self, candidate: Candidate) -> tuple[float | None, float | None]:
         """Its kernels, compiled ahead during the last judge run or now, before its own: the
         judge compiles whatever is still missing, on the GPU's clock. Returns how long the loop
-        waited for them (None where no compiler runs), which the tuner weighs, and whether they
-        were still compiling when the agent's patience ran out."""
+        waited for them (None where no compiler runs), which the tuner weighs, and the patience
+        they outlasted (None where they did not)."""
         if self.precompile is None:
-            return None, False
+            return None, None
         self.heartbeat.update(state="evaluating", candidate=candidate.id, detail="compiling")
         compilation, self.compiling = self.compiling, None
         if compilation is not None and compilation.source != candidate.source:
@@ -384,21 +384,20 @@ class ResearchAgent:
         if compilation is None:
             compilation = self._start_compile(self.precompile, candidate)
         if compilation is None:
-            return None, False
+            return None, None
         started = time.monotonic()
         if line := compilation.wait():
             self.log.write(f"it {self.iteration}: {line}")
-        return time.monotonic() - started, compilation.overran
+        return time.monotonic() - started, compilation.patience_s if compilation.overran else None
 
-    def _set_aside_unjudged(self, record: IterationDraft) -> None:
+    def _set_aside_unjudged(self, record: IterationDraft, patience_s: float) -> None:
         """A candidate whose kernels outlast the agent's compile patience is not judged: the
         judge would compile them on the GPU's clock, and the GPU would stand idle meanwhile. It
         stays in the store; its record says why, and the tuner shuns what made it slow."""
         record.verdict, record.decision = Verdict.SLOW_COMPILE, Decision.REJECTED
-        patience = self.precompile.patience_s if self.precompile else 0.0
         record.reason = (
             f"not judged: its kernels were still compiling after {record.compile_wait_s:.0f} s "
-            f"(compile patience {patience:g} s, `[loop] compile_patience_s` in qrsup.toml)"
+            f"(compile patience {patience_s:g} s, `[loop] compile_patience_s` in qrsup.toml)"
         )
         self._finish(record)
 
