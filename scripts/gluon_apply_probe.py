@@ -46,6 +46,12 @@ SM90 = GPUTarget("cuda", 90, 32)
 _barrier = getattr(gl, "thread_barrier", None) or gl.barrier
 
 
+@gluon.constexpr_function
+def _acc_layout(bn):
+    """The accumulator's layout for BN columns: one warpgroup's wgmma, 64 rows."""
+    return gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, bn, 8])
+
+
 @gluon.jit
 def _split(x):
     """x = hi + lo, hi exact in TF32 (products.py's split_tf32)."""
@@ -117,9 +123,7 @@ def apply_walk(
     first NBP columns, stored whole."""
     if H_SC:  # the column stride compiled in: no per-element address registers
         h_sc = H_SC
-    acc_layout: gl.constexpr = gl.NVMMADistributedLayout(
-        version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BN, 8]
-    )
+    acc_layout: gl.constexpr = _acc_layout(BN)
     x_layout: gl.constexpr = gl.BlockedLayout([1, 4], [8, 4], [4, 1], [1, 0])
     x_shared: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BN, NBP], gl.float32)
     b = gl.program_id(0).to(gl.int64)
@@ -142,9 +146,7 @@ def update_fused(
     and stages C's halves in shared memory a step; walk 2 is apply_walk's."""
     if H_SC:  # the column stride compiled in: no per-element address registers
         h_sc = H_SC
-    acc_layout: gl.constexpr = gl.NVMMADistributedLayout(
-        version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BN, 8]
-    )
+    acc_layout: gl.constexpr = _acc_layout(BN)
     vt_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=1)
     ct_layout: gl.constexpr = gl.BlockedLayout([1, 4], [8, 4], [4, 1], [1, 0])
     c_shared: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BN, BM], gl.float32)

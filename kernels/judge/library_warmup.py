@@ -13,7 +13,6 @@ for every candidate, and it overlaps whatever the judge did before it needed thi
 from __future__ import annotations
 
 import importlib
-import importlib.util
 
 import torch
 
@@ -34,9 +33,8 @@ def warm_libraries(device: torch.device) -> list[str]:
 
 
 def warm_triton() -> list[str]:
-    """Import Triton's compile path and compute its installation key (cached for the process)."""
-    if importlib.util.find_spec("triton") is None:
-        return []
+    """Import Triton's compile path and compute its installation key (cached for the process);
+    without Triton, nothing."""
     warmed = [name for name in TRITON_MODULES if _try(lambda n=name: importlib.import_module(n))]
     key = triton_key_function()
     if key is not None and _try(key):
