@@ -10,8 +10,8 @@ from qrsup.kernels.judge.export_area import ExportArea
 
 
 def test_what_one_side_writes_the_other_reads_through_its_own_mapping():
-    referee = ExportArea.create(4096, pin=False)
-    contestant = ExportArea(os.dup(referee.fd), pin=False)
+    referee = ExportArea.create(4096)
+    contestant = ExportArea(os.dup(referee.fd))
     contestant.floats(6).copy_(torch.arange(6, dtype=torch.float32))
     assert referee.floats(6).tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
     contestant.close()
@@ -19,7 +19,7 @@ def test_what_one_side_writes_the_other_reads_through_its_own_mapping():
 
 
 def test_an_export_larger_than_the_area_is_refused_with_both_sizes():
-    area = ExportArea.create(64, pin=False)
+    area = ExportArea.create(64)
     assert area.floats(16).numel() == 16
     with pytest.raises(ValueError, match="an export of 68 bytes does not fit the 64-byte"):
         area.floats(17)
@@ -27,7 +27,7 @@ def test_an_export_larger_than_the_area_is_refused_with_both_sizes():
 
 
 def test_a_closed_area_gives_back_its_descriptor():
-    area = ExportArea.create(64, pin=False)
+    area = ExportArea.create(64)
     fd = area.fd
     area.close()
     with pytest.raises(OSError):
@@ -36,8 +36,25 @@ def test_a_closed_area_gives_back_its_descriptor():
 
 
 def test_closing_while_a_view_is_alive_leaves_the_view_readable():
-    area = ExportArea.create(64, pin=False)
+    area = ExportArea.create(64)
     view = area.floats(4)
     view.fill_(2.0)
     area.close()
     assert view.tolist() == [2.0, 2.0, 2.0, 2.0]
+
+
+@pytest.mark.gpu
+def test_a_pinned_area_takes_a_device_copy_and_the_other_side_reads_it():
+    torch.cuda.init()
+    referee = ExportArea.create(1 << 20)
+    contestant = ExportArea(os.dup(referee.fd))
+    referee.pin()
+    contestant.pin()
+    assert referee._pinned and contestant._pinned  # the driver took the whole area
+    values = torch.arange(1024, dtype=torch.float32, device="cuda")
+    contestant.floats(1024).copy_(values, non_blocking=True)
+    torch.cuda.synchronize()
+    assert torch.equal(referee.floats(1024), values.cpu())
+    contestant.close()
+    referee.close()
+    assert not referee._pinned

@@ -21,10 +21,11 @@ pytestmark = pytest.mark.usefixtures("no_leftover_processes")
 
 
 def _loaded(referee: RefereeProcess) -> bool:
-    """Its contestant is up and idle: torch loaded, waiting for the candidate."""
+    """Its contestant is up and idle: torch loaded, waiting for the candidate. (The sandbox's
+    launcher names the contestant's module too, in its policy argument.)"""
     for process in psutil.Process(referee.pid).children(recursive=True):
         try:
-            if "judge.contestant" in " ".join(process.cmdline()):
+            if "qrsup.kernels.judge.contestant" in process.cmdline()[1:3]:
                 return process.status() == psutil.STATUS_SLEEPING and process.cpu_percent(0.3) < 5
         except psutil.Error:
             return False
@@ -46,6 +47,11 @@ def test_a_warm_referee_judges_an_honest_candidate_and_ends_with_its_run():
     report = JudgeReport.from_dict(run_judge(CANDIDATES / "blocked_wy.py", config, warm=referee))
     assert report.verdict == "pass", report.reason
     assert report.phases_s["started_ahead"] > 0
+    # Calibration's split: its cycles account for the phase, and the contestant was waiting.
+    split = report.calibration["split_s"]
+    exchanges = split["prepare"] + split["go"] + split["inspect"] + split["referee"]
+    assert split["cycles"] >= 9 and 0 < exchanges <= report.phases_s["calibrate"]
+    assert split["hello"] < 0.5
     assert report.isolation["complete"] == (os.geteuid() == 0)
     assert not referee.ready_for(config.contestant_launch())  # one candidate, never another
     assert not referee.work_dir.exists()

@@ -96,8 +96,10 @@ class Contestant:
         self, device: torch.device, export_fd: int = -1, trace_fd: int = -1, source_fd: int = -1
     ) -> None:
         self.device = device
-        self.export_fd, self.trace_fd, self.source_fd = export_fd, trace_fd, source_fd
-        self.exports: ExportArea | None = None  # mapped at the first export
+        self.trace_fd, self.source_fd = trace_fd, source_fd
+        self.exports = ExportArea(export_fd) if export_fd >= 0 else None
+        if self.exports is not None and device.type == "cuda":
+            self.exports.pin()  # before any candidate code, while the contestant waits for it
         self.clock = DeviceClock(device)
         # Before any candidate code exists here: the tools that prepare its inputs, as they are.
         self.watch = HarnessWatch([sys.modules[__name__], generators])
@@ -260,7 +262,7 @@ class Contestant:
         outputs: list[tuple[torch.Tensor, torch.Tensor]] = self.outputs  # type: ignore[assignment]
         values = [value.detach().reshape(-1) for output in outputs for value in output]
         if self.exports is None:
-            self.exports = ExportArea(self.export_fd, pin=self.device.type == "cuda")
+            raise RuntimeError("the contestant was started without an export area")
         target = self.exports.floats(sum(v.numel() for v in values))
         offset = 0
         for value in values:

@@ -69,7 +69,7 @@ class ContestantProcess:
         work_dir = launch.work_dir
         self.trace_path = work_dir / TRACE_FILE
         device = "cuda:0" if launch.device.startswith("cuda") else "cpu"
-        self.exports = ExportArea.create(launch.max_file_bytes, pin=device != "cpu")
+        self.exports = ExportArea.create(launch.max_file_bytes)
         export_fd = self.exports.fd
         trace_fd = os.open(self.trace_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         self.source_path = work_dir / "candidate-source.py"
@@ -102,6 +102,8 @@ class ContestantProcess:
         )
         for fd in (cmd_read, reply_write, trace_fd, source_fd, status_write):
             os.close(fd)
+        if device != "cpu":
+            self.exports.pin()  # while the contestant starts
         self._reader = LineReader(self._reply_read)
         self._seq = 0
         self.boundary = self._read_status(status_read, launch.start_timeout_s)

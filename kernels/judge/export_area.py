@@ -8,6 +8,10 @@ cost 190 ms, almost all of it the write, and the exported cycles' timing allowan
 the copy into the pinned area takes 12 ms.
 The referee reads the same pages, registered on its side too, so its checks copy them to the
 device at the same speed.
+
+Each side registers the whole area once, as it opens it, before any candidate code runs. A warm
+judge opens it while it waits for its run, so neither the calibration nor the checks pay for it:
+registered as the exports grew, 897 MiB for qr_v2 cost the judge's wall clock up to 0.5 s a run.
 """
 
 from __future__ import annotations
@@ -22,21 +26,21 @@ CUDA_SUCCESS = 0
 
 
 class ExportArea:
-    """A float32 window onto the shared file, its prefix pinned for DMA where `pin` is set."""
+    """A float32 window onto the shared file, pinned for DMA once `pin` is called."""
 
-    def __init__(self, fd: int, pin: bool) -> None:
+    def __init__(self, fd: int) -> None:
         self.fd = fd
         self.nbytes = os.fstat(fd).st_size
         self._map = mmap.mmap(fd, self.nbytes, access=mmap.ACCESS_WRITE) if self.nbytes else None
-        self._pin = pin
-        self._pinned_bytes = 0
+        self._pinned = False
 
     @classmethod
-    def create(cls, nbytes: int, pin: bool) -> ExportArea:
-        """A new, empty area of `nbytes` (its pages are allocated only as they are written)."""
+    def create(cls, nbytes: int) -> ExportArea:
+        """A new, empty area of `nbytes` (its pages are allocated as they are written or
+        pinned)."""
         fd = os.memfd_create("qrsup-export", os.MFD_CLOEXEC)
         os.ftruncate(fd, nbytes)
-        return cls(fd, pin)
+        return cls(fd)
 
     def floats(self, count: int) -> torch.Tensor:
         """The area's first `count` float32 values, as a CPU tensor over the shared pages."""
@@ -44,26 +48,22 @@ class ExportArea:
             raise ValueError(
                 f"an export of {count * 4} bytes does not fit the {self.nbytes}-byte export area"
             )
-        view = torch.frombuffer(self._map, dtype=torch.float32, count=count)
-        if self._pin and count * 4 > self._pinned_bytes:
-            self._register(view, count * 4)
-        return view
+        return torch.frombuffer(self._map, dtype=torch.float32, count=count)
 
-    def _register(self, view: torch.Tensor, nbytes: int) -> None:
-        """Pin the first `nbytes` with the CUDA driver (one registration, grown as exports
-        grow). Without it a copy still works, through the driver's staging, only slower. The
-        driver's API, not the runtime's: a refused registration would stay in the runtime's
-        last error and surface at the next kernel launch, blamed on the candidate."""
-        driver = _driver()
+    def pin(self) -> None:
+        """Register the whole area with the CUDA driver, once; where it refuses, copies still
+        work, through the driver's staging, only slower. The driver's API, not the runtime's:
+        a refused registration would stay in the runtime's last error and surface at the next
+        kernel launch, blamed on the candidate."""
+        if self._pinned or self._map is None:
+            return
         torch.cuda.synchronize()  # the device's primary context is current on this thread
-        if self._pinned_bytes:
-            driver.cuMemHostUnregister(ctypes.c_void_p(view.data_ptr()))
-            self._pinned_bytes = 0
-        address, size = ctypes.c_void_p(view.data_ptr()), ctypes.c_size_t(nbytes)
-        if driver.cuMemHostRegister_v2(address, size, ctypes.c_uint(0)) == CUDA_SUCCESS:
-            self._pinned_bytes = nbytes
-        else:
-            self._pin = False
+        size, flags = ctypes.c_size_t(self.nbytes), ctypes.c_uint(0)
+        self._pinned = _driver().cuMemHostRegister_v2(self._address(), size, flags) == CUDA_SUCCESS
+
+    def _address(self) -> ctypes.c_void_p:
+        view = torch.frombuffer(self._map, dtype=torch.uint8, count=1)
+        return ctypes.c_void_p(view.data_ptr())
 
     def close(self) -> None:
         """Unpin, and let go of the mapping and its descriptor."""
@@ -72,11 +72,9 @@ class ExportArea:
             self.fd = -1
         if self._map is None:
             return
-        if self._pinned_bytes:
-            view = torch.frombuffer(self._map, dtype=torch.float32, count=1)
-            _driver().cuMemHostUnregister(ctypes.c_void_p(view.data_ptr()))
-            del view
-            self._pinned_bytes = 0
+        if self._pinned:
+            _driver().cuMemHostUnregister(self._address())
+            self._pinned = False
         # Not closed here: a tensor over it holds the mapping but no buffer export, so a close
         # would unmap pages a view still points at. It is unmapped with its last view.
         self._map = None

@@ -101,6 +101,19 @@ class _Reading:
         )
 
 
+def _split_s(cycles: list[Cycle], hello_ns: float) -> dict[str, float]:
+    """Where calibration's wall clock went, in seconds: the judge's overhead per run is mostly
+    calibration, and which exchange costs it decides what could be cut."""
+    return {
+        "hello": hello_ns / 1e9,
+        "prepare": sum(c.prepare_ns for c in cycles) / 1e9,
+        "go": sum(c.window_ns for c in cycles) / 1e9,
+        "inspect": sum(c.inspect_ns for c in cycles) / 1e9,
+        "referee": sum(c.bookkeeping_ns for c in cycles) / 1e9,
+        "cycles": float(len(cycles)),
+    }
+
+
 class _Stop(Exception):
     """The current spec is over: its outcome already says why."""
 
@@ -141,6 +154,7 @@ class Referee:
         self.go_overhead_ns = 0.0
         self.do_nothing_window_wait_ns = 0.0  # the most the contestant waited in such a window
         self.libraries_warmed: list[str] = []  # what the contestant warmed before the candidate
+        self.calibration_split: dict[str, float] = {}  # where calibration's seconds went
         self.baselines: dict[Spec, CycleBaseline] = {}
         self.dead: ContestantFailure | None = None
         self.contestant = contestant
@@ -186,6 +200,7 @@ class Referee:
                 "go_overhead_ns": self.go_overhead_ns,
                 "contestant_window_wait_max_ns": self.do_nothing_window_wait_ns,
                 "libraries_warmed": self.libraries_warmed,
+                "split_s": self.calibration_split,
             },
             "phases_s": self.phases,
             "isolation": isolation_summary(self.contestant.boundary),
@@ -238,12 +253,14 @@ class Referee:
 
     def _calibrate(self, benchmarks: list[Spec]) -> None:
         """Harness costs, measured before any candidate code exists in the contestant."""
-        hello = self._ask({"op": "hello"}, "load", "start").reply
+        hello_exchange = self._ask({"op": "hello"}, "load", "start")
+        hello = hello_exchange.reply
         self.libraries_warmed = [str(name) for name in hello.get("warmed") or []]
-        settled = [
+        every = [
             self._cycle(CALIBRATION_SPEC, [1, 2], lambda _: False, calibrate=True)
             for _ in range(CALIBRATION_CYCLES)
-        ][2:]
+        ]
+        settled = every[2:]
         overheads = [c.window_overhead_ns for c in settled]
         self.go_overhead_ns = statistics.median(c.window_ns - c.claimed_ns for c in settled)
         jitter = spread_ns([c.harness_ns for c in settled])
@@ -259,13 +276,15 @@ class Referee:
             ]
             outputs = (spec.batch, spec.n, count)
             if outputs not in export_ns:
-                # The first export of a size also maps and pins its share of the export area,
-                # which every later export of it reuses: it does not count. Of the others the
-                # dearest does, since exported cycles are allowed only a small share beyond it.
-                exported = [
+                # The first export of a size is the first copy of its outputs into the export
+                # area: it does not count. Of the others the dearest does, since exported cycles
+                # are allowed only a small share beyond it.
+                exports = [
                     self._cycle(spec, self._fresh_seeds(count), lambda _: True, calibrate=True)
                     for _ in range(EXPORT_CALIBRATION_CYCLES)
-                ][1:]
+                ]
+                every += exports
+                exported = exports[1:]
                 export_ns[outputs] = (
                     max(export_cost_ns(plain, cycle) for cycle in exported),
                     max(export_cpu_cost_ns(plain, cycle) for cycle in exported),
@@ -273,8 +292,10 @@ class Referee:
             wall, cpu = export_ns[outputs]
             self.baselines[spec] = spec_baseline(plain, wall, jitter, window_jitter, cpu)
             calibration += plain
+            every += plain
         waits = [c.contestant_window_wait_ns for c in calibration]
         self.do_nothing_window_wait_ns = max(waits, default=0.0)
+        self.calibration_split = _split_s(every, hello_exchange.elapsed_ns)
 
     def _load(self) -> str:
         source = self.config["source"].encode()  # the text the static checks passed
