@@ -8,6 +8,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from qrsup.kernels.executors import base
 from qrsup.kernels.executors.base import LocalExecutor
 from qrsup.kernels.judge.referee_process import RefereeProcess
 from qrsup.kernels.judge.report import JudgeReport
@@ -121,20 +122,59 @@ def test_an_agent_executor_starts_each_next_referee_ahead_and_ends_the_last_on_c
     assert not waiting.work_dir.exists() and executor.next_referee is None
 
 
+class _StartedReferee:
+    """Stands in for a referee process: only the order of starts, uses and closes is asked."""
+
+    def __init__(self, journal: list[str]) -> None:
+        self.number = sum(entry.startswith("start") for entry in journal) + 1
+        self.journal = journal
+        journal.append(f"start {self.number}")
+
+    def close(self) -> None:
+        self.journal.append(f"close {self.number}")
+
+
+def test_on_a_gpu_the_executor_keeps_two_referees_starting_ahead(monkeypatch):
+    journal: list[str] = []
+    monkeypatch.setattr(base, "RefereeProcess", lambda launch: _StartedReferee(journal))
+
+    def judged(candidate, config, on_progress, extra, keep, warm):
+        journal.append(f"judge with {warm.number if warm else 'a fresh one'}")
+        return {}
+
+    monkeypatch.setattr(base, "run_judge", judged)
+    executor = LocalExecutor(warm=True)
+    config = tiny_config(device="cuda")
+    for _ in range(3):
+        executor.run_judge(CANDIDATES / "blocked_wy.py", config)
+        assert executor.referees_ahead == base.GPU_REFEREES_AHEAD == 2
+    executor.close()
+    assert journal == [
+        "start 1",
+        "start 2",
+        "judge with a fresh one",
+        "start 3",
+        "judge with 1",
+        "start 4",
+        "judge with 2",
+        "close 3",
+        "close 4",
+    ]
+    assert executor.referees_ahead == 0
+
+
 @pytest.mark.gpu
 def test_on_a_gpu_the_next_referee_loads_while_this_run_is_timed():
     executor = LocalExecutor(warm=True)
     config = tiny_config("all", device="cuda")
-    during: list[bool] = []
+    during: list[int] = []
     try:
         first = executor.evaluate(
-            CANDIDATES / "blocked_wy.py",
-            config,
-            lambda _: during.append(executor.next_referee is not None),
+            CANDIDATES / "blocked_wy.py", config, lambda _: during.append(executor.referees_ahead)
         )
         second = executor.evaluate(CANDIDATES / "blocked_wy.py", config)
     finally:
         executor.close()
     assert (first.verdict, second.verdict) == ("pass", "pass"), (first.reason, second.reason)
-    assert during and all(during)  # started as the first run began, not after it
+    assert during and set(during) == {2}  # started as the first run began, not after it
     assert first.phases_s["started_ahead"] == 0.0 and second.phases_s["started_ahead"] > 0

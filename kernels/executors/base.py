@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections import deque
 from dataclasses import replace
 from pathlib import Path
 
+from qrsup.kernels.judge.contestant_launch import ContestantLaunch
 from qrsup.kernels.judge.referee_process import RefereeProcess
 from qrsup.kernels.judge.report import JudgeReport
 from qrsup.kernels.judge.runner import JudgeConfig, Progress, run_judge
 
 EXECUTORS = ("local", "ray")
+# Referees kept starting ahead on a GPU. A contestant takes about 5 s to be ready (interpreter,
+# torch, the device, its libraries warmed and its export area pinned), longer than a quick judge
+# run; with one ahead, an H200 loop's runs waited 0.95 s on average for it (2026-12-04).
+GPU_REFEREES_AHEAD = 2
 
 
 class JudgeExecutor(ABC):
@@ -44,15 +50,15 @@ class JudgeExecutor(ABC):
 class LocalExecutor(JudgeExecutor):
     """Judge runs on this host, in a child process group of the caller.
 
-    With `warm`, the referee of the next run is started ahead of it, so its interpreters, torch
-    and the device are loaded by the time a candidate arrives: during this run on a GPU (whose
-    host's cores are idle while the device is timed), after it on the CPU (the timed device
-    itself). Each referee still judges exactly one candidate.
+    With `warm`, the referees of the next runs are started ahead of them, so their interpreters,
+    torch and the device are loaded by the time a candidate arrives: during this run on a GPU
+    (whose host's cores are idle while the device is timed), after it on the CPU (the timed
+    device itself). Each referee still judges exactly one candidate.
     """
 
     def __init__(self, warm: bool = False) -> None:
         self.warm = warm
-        self._next: RefereeProcess | None = None
+        self._ahead: deque[RefereeProcess] = deque()
         self._largest_file_bytes = 0
 
     def run_judge(
@@ -66,27 +72,34 @@ class LocalExecutor(JudgeExecutor):
         if not self.warm:
             return run_judge(candidate, config, on_progress, extra, keep)
         launch = config.contestant_launch()
-        # One boundary for every stage: the next referee may serve a larger export than this.
+        # One boundary for every stage: a later referee may serve a larger export than this.
         self._largest_file_bytes = max(self._largest_file_bytes, launch.max_file_bytes)
         ahead = replace(launch, max_file_bytes=self._largest_file_bytes)
-        warm, self._next = self._next, None
+        warm = self._ahead.popleft() if self._ahead else None
         if launch.device != "cpu":
-            self._next = RefereeProcess(ahead)
+            self._start_ahead(ahead, GPU_REFEREES_AHEAD)
         data = run_judge(candidate, config, on_progress, extra, keep, warm)
-        if self._next is None:
-            self._next = RefereeProcess(ahead)
+        self._start_ahead(ahead, 1)
         return data
+
+    def _start_ahead(self, launch: ContestantLaunch, depth: int) -> None:
+        while len(self._ahead) < depth:
+            self._ahead.append(RefereeProcess(launch))
+
+    @property
+    def referees_ahead(self) -> int:
+        """How many referees are starting or waiting for runs to come."""
+        return len(self._ahead)
 
     @property
     def next_referee(self) -> RefereeProcess | None:
         """The referee started for the next run, if one waits."""
-        return self._next
+        return self._ahead[0] if self._ahead else None
 
     def close(self) -> None:
-        """End the referee started for a run that will not come."""
-        if self._next is not None:
-            self._next.close()
-            self._next = None
+        """End the referees started for runs that will not come."""
+        while self._ahead:
+            self._ahead.popleft().close()
 
 
 LOCAL = LocalExecutor()
