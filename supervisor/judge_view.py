@@ -128,4 +128,8 @@ def summary_lines(report: JudgeReport, baseline: JudgeReport | None = None) -> l
     if phases:
         shown = ", ".join(f"{k} {v:.1f}s" for k, v in phases.items())
         lines.append(f"judge time: {shown}")
+    split = report.calibration.get("split_s")
+    if split:
+        parts = ", ".join(f"{k} {v:.2f}s" for k, v in split.items() if k != "cycles")
+        lines.append(f"calibration: {parts} over {split.get('cycles', 0):.0f} cycles")
     return lines

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from qrsup.kernels.judge.report import JudgeReport
-from qrsup.supervisor.judge_view import report_table, spec_note
+from qrsup.supervisor.judge_view import report_table, spec_note, summary_lines
 from rich.console import Console
 
 RETRIED = {
@@ -46,3 +46,17 @@ def test_a_clean_pass_has_no_note_and_a_failure_shows_its_reason():
     printed = _printed([clean, failed])
     assert "timed again" not in printed
     assert "timing integrity: …" in printed and "more" not in printed
+
+
+def test_the_summary_says_where_calibration_went_when_the_report_has_it():
+    report = JudgeReport("pass", "", "c.py", "", "qr_v2", "bench", None, specs=[])
+    assert not any(line.startswith("calibration") for line in summary_lines(report))
+    report.calibration["split_s"] = {
+        "hello": 0.0003,
+        "prepare": 0.356,
+        "inspect": 0.205,
+        "cycles": 90.0,
+    }
+    assert summary_lines(report)[-1] == (
+        "calibration: hello 0.00s, prepare 0.36s, inspect 0.20s over 90 cycles"
+    )

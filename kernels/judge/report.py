@@ -21,7 +21,7 @@ class JudgeReport:
     versions: dict[str, str] = field(default_factory=dict)
     rule: str = ""
     recheck: str = ""
-    calibration: dict[str, float] = field(default_factory=dict)
+    calibration: dict[str, Any] = field(default_factory=dict)  # figures, what was warmed, split_s
     phases_s: dict[str, float] = field(default_factory=dict)
     geomean_ns: float | None = None
     specs: list[dict[str, Any]] = field(default_factory=list)
