@@ -12,7 +12,10 @@ batch's factors from the contestant to the referee, and the alternatives a chang
 - `generate` and `check`: regenerating the input and grading the factors (the shipped kernel's);
 - `area export` / `area to(device)`: the judge's way since 2026-12-04, a copy into the shared
   export area (kernels/judge/export_area.py, pinned on a GPU) and the referee's copy of it back
-  to the device through its own mapping; the first round also maps and pins the area.
+  to the device through its own mapping;
+- `area pin` / `area release`: registering the whole area with the driver on each side, as a
+  judge does before the candidate, and releasing it, as a judge does on the device turn when its
+  contestant closes (a session's largest export sets the area's size: `--area-mib`).
 
 `python scripts/measure_export_cycle.py --spec 640x512 --device cuda --dirs /tmp /dev/shm`
 prints the median of `--rounds` rounds for each step and directory, then the export area's.
@@ -117,6 +120,7 @@ def main() -> None:
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--dirs", nargs="+", type=Path, default=[Path(tempfile.gettempdir())])
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--area-mib", type=int, default=0, help="the area's size, if larger")
     args = parser.parse_args()
     batch, n = args.spec
     spec = Spec(batch, n, 2, args.case, 1029)
@@ -128,14 +132,20 @@ def main() -> None:
             f"{step} {1e3 * statistics.median(r[step] for r in rounds):.1f}" for step in rounds[0]
         )
         print(f"{folder}: median ms over {args.rounds} rounds: {line}", flush=True)
-    pin = device.type == "cuda"
-    writer = ExportArea.create(batch * n * (n + 1) * 4, pin)
-    reader = ExportArea(os.dup(writer.fd), pin)
+    nbytes = max(batch * n * (n + 1) * 4, args.area_mib * 2**20)
+    writer = ExportArea.create(nbytes)
+    reader = ExportArea(os.dup(writer.fd))
+    pinned = {}
+    if device.type == "cuda":
+        pinned["area pin"], _ = timed(lambda: (writer.pin(), reader.pin()), device)
     rounds = [area_round(spec, device, (writer, reader)) for _ in range(args.rounds)]
     first = ", ".join(f"{step} {1e3 * seconds:.1f}" for step, seconds in rounds[0].items())
     steady = ", ".join(
         f"{step} {1e3 * statistics.median(r[step] for r in rounds[1:]):.1f}" for step in rounds[0]
     )
+    pinned["area release"], _ = timed(lambda: (writer.close(), reader.close()), device)
+    both = ", ".join(f"{step} {1e3 * seconds:.1f}" for step, seconds in pinned.items())
+    print(f"export area of {nbytes / 2**20:.0f} MiB, both sides: {both} ms")
     print(f"export area: first round ms: {first}; median of the rest: {steady}")
 
 
