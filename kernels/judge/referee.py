@@ -18,6 +18,7 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from typing import TypeVar
 
 import torch
 from qrsup.kernels.checker import check_factors
@@ -63,6 +64,7 @@ OTHER_THREADS_SHARE = 0.1
 ABORT_MIN_CYCLES = 4
 ABORT_FACTOR = 3.0
 ABORT_FLOOR = 1.5
+T = TypeVar("T")
 FAILURE_STATUS = {
     "error": "error",
     "timeout": "timeout",
@@ -169,7 +171,11 @@ class Referee:
         load_error = self._boundary_problem()
         if not load_error:
             try:
-                self._phase("calibrate", lambda: self._calibrate(benchmarks))
+                # The split kept is this calibration's, the one `phases_s.calibrate` times; a
+                # spec timed afresh calibrates again under `recalibrate`.
+                self.calibration_split = self._phase(
+                    "calibrate", lambda: self._calibrate(benchmarks)
+                )
                 if self.device.type == "cuda" and outcomes:
                     self.warmup = CheckerWarmup(outcomes[0].spec, self.device).start()
                 load_error = self._phase("load", self._load)
@@ -217,7 +223,7 @@ class Referee:
             return "the judge's isolation is required but incomplete: " + "; ".join(missing)
         return ""
 
-    def _phase(self, name: str, body: Callable[[], object]) -> object:
+    def _phase(self, name: str, body: Callable[[], T]) -> T:
         self.reporter.progress(phase=name)
         start = time.monotonic()
         try:
@@ -251,8 +257,9 @@ class Referee:
     def _ask(self, message: dict, timeout_key: str, phase: str) -> Exchange:
         return self.contestant.ask(message, self.timeouts[timeout_key], phase)
 
-    def _calibrate(self, benchmarks: list[Spec]) -> None:
-        """Harness costs, measured before any candidate code exists in the contestant."""
+    def _calibrate(self, benchmarks: list[Spec]) -> dict[str, float]:
+        """Harness costs, measured before any candidate code exists in the contestant; returns
+        where its seconds went (`_split_s`)."""
         hello_exchange = self._ask({"op": "hello"}, "load", "start")
         hello = hello_exchange.reply
         self.libraries_warmed = [str(name) for name in hello.get("warmed") or []]
@@ -295,7 +302,7 @@ class Referee:
             every += plain
         waits = [c.contestant_window_wait_ns for c in calibration]
         self.do_nothing_window_wait_ns = max(waits, default=0.0)
-        self.calibration_split = _split_s(every, hello_exchange.elapsed_ns)
+        return _split_s(every, hello_exchange.elapsed_ns)
 
     def _load(self) -> str:
         source = self.config["source"].encode()  # the text the static checks passed
