@@ -34,9 +34,12 @@ EXACT = tl.constexpr("ieee")  # a constexpr global, so the compiled kernels may 
 
 
 @triton.jit
-def _top_rows(pick, tile):
-    """The first NB rows of a tall register tile (NB × NB), exactly: `pick` is [row == i]."""
-    return tl.dot(pick, tile, input_precision=EXACT)
+def _top_rows(tile, M: tl.constexpr, NB: tl.constexpr):
+    """The first NB rows of a tall M × NB register tile, exactly: a sum over M / NB blocks of
+    which all but the first are masked to zero."""
+    blocks = tl.reshape(tile, (M // NB, NB, NB))
+    first = tl.arange(0, M // NB)[:, None, None] == 0
+    return tl.sum(tl.where(first, blocks, 0.0), axis=0)
 
 
 @triton.jit
@@ -131,8 +134,7 @@ def qr_slab_kernel(
     tl.store(dst_ptr + b * dst_sb + offs_dst, p, mask=mask)
 
     v = tl.where(rows > cols, p, tl.where(rows == cols, 1.0, 0.0))
-    pick = tl.where(c[:, None] == r[None, :], 1.0, 0.0)  # NB × SLAB_M
-    x = tl.dot(t, tl.trans(_top_rows(pick, v)), input_precision=EXACT)  # NB × NB
+    x = tl.dot(t, tl.trans(_top_rows(v, SLAB_M, NB)), input_precision=EXACT)  # NB × NB
     tl.store(x_ptr + b * x_sb + s * NB * NB + c[:, None] * NB + cols, x)
 
 
@@ -175,18 +177,17 @@ def qr_slab_join_kernel(
     stack_offs = (first + within)[:, None] * h_sr + (col0 + c)[None, :] * h_sc
     stack = tl.load(h + stack_offs, mask=real[:, None] & (cols >= within[:, None]), other=0.0)
     p, t_st, _ = householder_tile(stack, STACK_M, NB, PAIR_REDUCE, False)
-    pick = tl.where(i == j[None, :], 1.0, 0.0)  # NB × STACK_M
     v_st = tl.where(rows > cols, p, tl.where(rows == cols, 1.0, 0.0))
-    x_st = tl.dot(t_st, tl.trans(_top_rows(pick, v_st)), input_precision=EXACT)
+    x_st = tl.dot(t_st, tl.trans(_top_rows(v_st, STACK_M, NB)), input_precision=EXACT)
     q_st = tl.where(rows == cols, 1.0, 0.0) - tl.dot(v_st, x_st, input_precision=EXACT)
-    r_st = _top_rows(pick, p)  # R of the panel, up to S, on and above the diagonal
+    r_st = _top_rows(p, STACK_M, NB)  # R of the panel, up to S, on and above the diagonal
 
     top_offs = (col0 + i) * h_sr + (col0 + cols) * h_sc  # NB × NB
     v0 = tl.load(h + top_offs, mask=i > cols, other=0.0)
     v0 = tl.where(i == cols, 1.0, v0)
     x0 = tl.load(x_ptr + b * x_sb + i * NB + cols)
     q0 = tl.where(i == cols, 1.0, 0.0) - tl.dot(v0, x0, input_precision=EXACT)
-    q1 = tl.dot(q0, _top_rows(pick, q_st), input_precision=EXACT)  # Q₁'s top block
+    q1 = tl.dot(q0, _top_rows(q_st, STACK_M, NB), input_precision=EXACT)  # Q₁'s top block
 
     lu, signs = _signed_lu(q1, NB)
     u = tl.where(i <= cols, lu, 0.0)
