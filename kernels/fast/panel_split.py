@@ -20,8 +20,9 @@ grid-wide barrier, in three launches (TSQR, then Householder reconstruction: Bal
 The result is a compact Householder form (unit lower V, τ, T) of the same panel, with each
 reflector's sign set by S. Where geqrf gives τ = 0 (a column already zero below its diagonal),
 this gives a genuine reflector (τ in [1, 2]) that leaves the column's R entry zero. Small products
-run at fp32 ("ieee"): the selections by 0/1 matrices are then exact, and V is no less accurate
-than the one-program panel's.
+run at fp32 ("ieee"), so V is no less accurate than the one-program panel's. A tall tile's top
+rows are taken by a masked sum over its blocks: a product with a 0/1 matrix did the same exactly,
+but its operand layouts made the join spill.
 """
 
 import triton
