@@ -197,6 +197,9 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         {**SPLIT_256, "panel_width": 16},
         {**SPLIT_512, "panel_width": 16},
         {"panel_split_rows": 128, "panel_width": 16},
+        # Row-split panels with more warps: the stacked-R join stopped spilling (d5f434b).
+        {**SPLIT_256, "panel_elems_per_thread": 32},
+        {**SPLIT_256, "panel_width": 16, "panel_elems_per_thread": 32},
         {"panel_pair_reduce": False},
         OUTER_128,
         OUTER_256,
