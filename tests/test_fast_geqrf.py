@@ -19,8 +19,9 @@ import triton
 import triton.language as tl
 from qrsup.kernels import blocked_wy
 from qrsup.kernels.checker import check_factors
+from qrsup.kernels.fast import driver
 from qrsup.kernels.fast.config import DEFAULT_CONFIGS, dump_config, load_config
-from qrsup.kernels.fast.driver import Buffers, l2_hints, mirror_kwargs, run_plan
+from qrsup.kernels.fast.driver import Buffers, l2_hints, mirror_kwargs, prescale, run_plan
 from qrsup.kernels.fast.geqrf import FastGeqrf, NonFiniteInputError, geqrf
 from qrsup.kernels.fast.interpret import patch_scalar_index
 from qrsup.kernels.fast.library_update import cublas_precision
@@ -209,6 +210,27 @@ def test_nan_or_inf_in_a_raises(poison: float, n: int) -> None:
     a[1, n // 2, n - 1] = poison
     with pytest.raises(NonFiniteInputError, match="NaN or Inf"):
         geqrf(a)
+
+
+@pytest.mark.parametrize("programs", [4096, 20])
+@pytest.mark.parametrize("where", [(0, 0), (299, 299), (150, 200)])
+def test_the_prescale_splits_columns_and_still_reads_every_entry(
+    where: tuple[int, int], programs: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A lone 300 × 300 matrix: its prescale spreads the columns over programs a row block,
+    three of one column block each, or (aiming at 20 programs) two, the first reading two
+    blocks in turn. The largest entry and a NaN are each found wherever they sit."""
+    patch_scalar_index()
+    monkeypatch.setattr(driver, "AMAX_PROGRAMS", programs)
+    a = torch.rand(1, 300, 300, device=DEVICE)
+    a[0, *where] = -7.5e5
+    plan = make_plan(1, 300, load_config().for_shape(1, 300))
+    out = Buffers.allocate(a, plan)
+    prescale(a, plan, out)
+    assert out.amax.item() == 7.5e5
+    a[0, *where] = float("nan")
+    prescale(a, plan, out)
+    assert out.amax.item() == float("inf")
 
 
 def test_cpu_tensor_without_the_interpreter_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:

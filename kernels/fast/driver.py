@@ -35,6 +35,7 @@ from .update_split import qr_update_apply_kernel, qr_update_w_kernel
 
 AMAX_BLOCK_R = 32
 AMAX_BLOCK_C = 128
+AMAX_PROGRAMS = 4096  # the prescale's columns are split until its grid has about this many
 REBUILD_WARPS = 4
 
 
@@ -94,9 +95,12 @@ def run_plan(a: torch.Tensor, plan: Plan, out: Buffers) -> None:
 def prescale(a: torch.Tensor, plan: Plan, out: Buffers) -> None:
     """Each matrix's |A|max into `out.amax`: the scale every later step works at."""
     out.amax.zero_()
-    grid = (plan.batch, triton.cdiv(plan.n, AMAX_BLOCK_R))
+    row_blocks, col_blocks = triton.cdiv(plan.n, AMAX_BLOCK_R), triton.cdiv(plan.n, AMAX_BLOCK_C)
+    splits = min(col_blocks, max(1, AMAX_PROGRAMS // (plan.batch * row_blocks)))
+    span = triton.cdiv(col_blocks, splits) * AMAX_BLOCK_C
+    grid = (plan.batch, row_blocks, triton.cdiv(plan.n, span))
     blocks = dict(BLOCK_R=AMAX_BLOCK_R, BLOCK_C=AMAX_BLOCK_C)
-    qr_amax_kernel[grid](a, out.amax, plan.n, *a.stride(), **blocks)
+    qr_amax_kernel[grid](a, out.amax, plan.n, *a.stride(), span, **blocks)
     if plan.library_updates:
         out.scale.copy_(scale_of(out.amax))
 

@@ -33,15 +33,20 @@ def qr_amax_kernel(
     stride_b,
     stride_r,
     stride_c,
+    span,  # columns a program covers, a multiple of BLOCK_C
     BLOCK_R: tl.constexpr,
     BLOCK_C: tl.constexpr,
 ):
-    """One program per (matrix, row block): atomic max of |A| over its rows into amax[b]."""
+    """Grid (matrix, row block, column span): atomic max of |A| over its tile into amax[b].
+
+    Spans split the columns so that a small batch of large matrices still fills the GPU: with
+    one program per row block, 8 × 2048 had 512 programs each reading 2048 columns in turn."""
     b = tl.program_id(0)
     rows = tl.program_id(1) * BLOCK_R + tl.arange(0, BLOCK_R)
+    first = tl.program_id(2) * span
     base = a_ptr + b.to(tl.int64) * stride_b
     best = tl.zeros((BLOCK_R, BLOCK_C), tl.float32)
-    for c0 in range(0, n, BLOCK_C):
+    for c0 in range(first, tl.minimum(first + span, n), BLOCK_C):
         cols = c0 + tl.arange(0, BLOCK_C)
         mask = (rows[:, None] < n) & (cols[None, :] < n)
         tile = tl.load(base + rows[:, None] * stride_r + cols[None, :] * stride_c, mask=mask)
