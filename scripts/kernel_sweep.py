@@ -91,6 +91,7 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
     ],
     "medium": [
         {"graph": True},
+        {"panel_max_registers": 0},  # the 512-row panels at 128 registers: two rounds of 528
         # An inner update covers 48, 32 or 16 columns: 64-wide tiles left half of them masked.
         {"inner_update_block_n": 64},
         {"inner_update_block_n": 16},

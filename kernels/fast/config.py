@@ -52,6 +52,11 @@ class ShapeConfig:
     """Register budget of the panel program: rows × columns; wider panels are halved to fit."""
     panel_elems_per_thread: int
     """Panel elements each thread holds; sets the panel program's warps."""
+    panel_max_registers: int
+    """Register cap per thread of one-program panels of 4 warps or more (0: ptxas decides).
+    A cap lets more programs share an SM: 640 matrices at 128 registers a thread fit 528
+    programs at once on an H200, so each panel ran in two rounds; at 96 all fit, spilling a
+    little to L1."""
     panel_pair_reduce: bool
     """One two-output reduction per reflector instead of two sums (GPU only; slow interpreted)."""
     panel_split_rows: int

@@ -32,6 +32,7 @@ from .config import ShapeConfig
 MIN_PANEL_WIDTH = 4
 MIN_BLOCK_M = 16
 MAX_WARPS = 16
+REGISTER_BOUND_WARPS = 4
 DOT_MIN = 16  # tl.dot needs every dimension ≥ 16
 # A row-split panel's slab and join programs stage their tl.dot operands in shared memory. On an
 # H200 a 2048×16 join tile asked Triton for 394 240 bytes (12 per element) against the 232 448 one
@@ -56,6 +57,12 @@ class PanelOp:
     """Which of the plan's T buffers holds its block's T."""
     mirrored: bool = False
     """Its columns were stored row-major by the update before it (column-major H): no copy."""
+
+    def max_registers(self, shape: ShapeConfig) -> int | None:
+        """maxnreg of its launch: the class's cap for programs of 4 warps or more, where
+        registers bound how many share an SM (smaller ones already fit 8 an SM); None lets
+        ptxas decide."""
+        return (shape.panel_max_registers or None) if self.warps >= REGISTER_BOUND_WARPS else None
 
 
 @dataclass(frozen=True)
