@@ -164,15 +164,14 @@ def test_plan_covers_every_column_and_halves_panels_to_fit_the_register_budget()
 
 
 def test_the_panel_register_cap_holds_only_panels_of_four_warps_or_more() -> None:
-    """At 640 × 512 (medium caps at 96) the 512-row panels take 4 warps and the cap; the short
-    panels near the end, of fewer warps, already fit eight an SM and are left to ptxas."""
-    shape = load_config(DEFAULT_CONFIGS).for_shape(640, 512)
-    assert shape.panel_max_registers == 96
-    caps = {(p.warps, p.max_registers(shape)) for p in make_plan(640, 512, shape).panels}
+    """At 640 × 512 capped at 96, the 512-row panels take 4 warps and the cap; the short panels
+    near the end, of fewer warps, already fit eight an SM and are left to ptxas."""
+    shipped = load_config(DEFAULT_CONFIGS).for_shape(640, 512)
+    assert {p.max_registers(shipped) for p in make_plan(640, 512, shipped).panels} == {None}
+    capped = dataclasses.replace(shipped, panel_max_registers=96)
+    caps = {(p.warps, p.max_registers(capped)) for p in make_plan(640, 512, capped).panels}
     assert (4, 96) in caps and (1, None) in caps
     assert all(cap == (96 if warps >= 4 else None) for warps, cap in caps)
-    uncapped = dataclasses.replace(shape, panel_max_registers=0)
-    assert {p.max_registers(uncapped) for p in make_plan(640, 512, uncapped).panels} == {None}
 
 
 def test_blocks_update_the_trailing_matrix_once_each() -> None:
