@@ -690,11 +690,20 @@ def test_row_split_panels_pass_the_gates(
     _assert_passes(a, h, tau)
 
 
-def test_row_split_panels_rebuild_the_factors_the_one_program_panels_find(tmp_path: Path) -> None:
-    """The rebuilt reflectors are geqrf's where its τ is not 0: the signs S match its choice."""
-    a = generate_input(Spec(batch=2, n=70, cond=2, case="dense", seed=19), device=DEVICE)
-    h, tau = _solver_with(tmp_path, **SPLIT_PANELS)(a)
-    h_plain, tau_plain = _solver_with(tmp_path, **{**SPLIT_PANELS, "panel_split_rows": 0})(a)
+@pytest.mark.parametrize("width", [16, 32])
+def test_row_split_panels_rebuild_the_factors_the_one_program_panels_find(
+    tmp_path: Path, width: int
+) -> None:
+    """The rebuilt reflectors are geqrf's where its τ is not 0: the signs S match its choice.
+    At width 32 the rebuild sums V_s·(X_s·K_s) over two 16-column parts."""
+    knobs = {**SPLIT_PANELS, "panel_width": width, "panel_split_rows": 2 * width}
+    a = generate_input(Spec(batch=2, n=70 + width, cond=2, case="dense", seed=19), device=DEVICE)
+    h, tau = _solver_with(tmp_path, **knobs)(a)
+    plan, _ = _solver_with(tmp_path, **knobs)._plan(-1, 2, 70 + width)
+    assert plan is not None and any(
+        isinstance(op, SplitPanelOp) and op.nb == width for op in plan.ops
+    )
+    h_plain, tau_plain = _solver_with(tmp_path, **{**knobs, "panel_split_rows": 0})(a)
     assert torch.allclose(tau, tau_plain, atol=1e-4)
     assert torch.allclose(h, h_plain, atol=1e-3, rtol=1e-3)
 

@@ -36,7 +36,6 @@ from .update_split import qr_update_apply_kernel, qr_update_w_kernel
 AMAX_BLOCK_R = 32
 AMAX_BLOCK_C = 128
 AMAX_PROGRAMS = 4096  # the prescale's columns are split until its grid has about this many
-REBUILD_WARPS = 4
 
 
 @dataclass(frozen=True)
@@ -186,7 +185,7 @@ def _split_panel(src: torch.Tensor, plan: Plan, op: SplitPanelOp, out: Buffers) 
     )  # fmt: skip
     qr_slab_rebuild_kernel[(plan.batch, op.slabs)](
         h, x, k, *span, *h.stride(), q.stride(0), q.stride(0),
-        SLAB_M=op.slab_m, NB=op.nb, num_warps=REBUILD_WARPS,
+        SLAB_M=op.slab_m, NB=op.nb, num_warps=op.rebuild_warps,
     )  # fmt: skip
 
 

@@ -32,6 +32,7 @@ from .panel import householder_tile
 from .scale import scale_for
 
 EXACT = tl.constexpr("ieee")  # a constexpr global, so the compiled kernels may read it
+DOT_K = tl.constexpr(16)  # the least K tl.dot takes
 
 
 @triton.jit
@@ -221,20 +222,26 @@ def qr_slab_rebuild_kernel(
     SLAB_M: tl.constexpr,
     NB: tl.constexpr,
 ):
-    """Grid (batch, slabs): the slab's rows of V, E·K_s − V_s·(X_s·K_s)."""
+    """Grid (batch, slabs): the slab's rows of V, E·K_s − V_s·(X_s·K_s), summed over V_s's
+    columns DOT_K at a time: with the whole slab tile as one fp32 product's operand, a 32-wide
+    panel's rebuild spilled 6.8 KB a thread."""
     b, s, first, r, c, real = _slab_tile(n, col0, slab_rows, SLAB_M, NB)
     rows = r[:, None]
     cols = c[None, :]
-    i = c[:, None]
+    in_slab = (rows < slab_rows) & (first + rows < n)
     h = h_ptr + b * h_sb
-    offs = (first + r)[:, None] * h_sr + (col0 + c)[None, :] * h_sc
-    v = tl.load(h + offs, mask=real & (rows > cols), other=0.0)
-    v = tl.where(real & (rows == cols), 1.0, v)  # SLAB_M × NB: the slab's local V
     k_s = k_ptr + b * k_sb + s * NB * NB
-    x = tl.load(x_ptr + b * x_sb + s * NB * NB + i * NB + cols)
-    k = tl.load(k_s + i * NB + cols)
-    k_rows = tl.load(k_s + rows * NB + cols, mask=(rows < NB) & (cols < NB), other=0.0)
-    xk = tl.dot(x, k, input_precision=EXACT)
-    y = k_rows - tl.dot(v, xk, input_precision=EXACT)
+    x_s = x_ptr + b * x_sb + s * NB * NB
+    k = tl.load(k_s + c[:, None] * NB + cols)
+    y = tl.load(k_s + rows * NB + cols, mask=(rows < NB) & (cols < NB), other=0.0)
+    part = tl.arange(0, DOT_K)
+    for k0 in tl.static_range(0, NB, DOT_K):
+        v_cols = k0 + part[None, :]  # 1 × DOT_K of the slab's local V, unit lower
+        v_offs = (first + r)[:, None] * h_sr + (col0 + v_cols) * h_sc
+        v = tl.load(h + v_offs, mask=in_slab & (rows > v_cols), other=0.0)
+        v = tl.where(in_slab & (rows == v_cols), 1.0, v)  # SLAB_M × DOT_K
+        x = tl.load(x_s + (k0 + part)[:, None] * NB + cols)  # X_s's rows k0…: DOT_K × NB
+        y -= tl.dot(v, tl.dot(x, k, input_precision=EXACT), input_precision=EXACT)
     skip = tl.where(s == 0, NB, 0)  # the join stored the first slab's top NB rows
+    offs = (first + r)[:, None] * h_sr + (col0 + c)[None, :] * h_sc
     tl.store(h + offs, y, mask=real & (rows >= skip))

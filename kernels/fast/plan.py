@@ -32,6 +32,10 @@ from .config import ShapeConfig
 MIN_PANEL_WIDTH = 4
 MIN_BLOCK_M = 16
 MAX_WARPS = 16
+# Elements of a row-split panel's tall tiles a thread holds in the join and the rebuild. Both hold
+# several such tiles and fp32 products of them: at 2 warps a 256 × 32 join spilled 14.8 KB a thread.
+SPLIT_ELEMS_PER_THREAD = 32
+REBUILD_MIN_WARPS = 4
 REGISTER_BOUND_WARPS = 4
 DOT_MIN = 16  # tl.dot needs every dimension ≥ 16
 # A row-split panel's slab and join programs stage their tl.dot operands in shared memory. On an
@@ -87,6 +91,12 @@ class SplitPanelOp:
     def scratch(self) -> int:
         """Floats per matrix it needs in the plan's Q scratch: X and K, nb × nb per slab each."""
         return 2 * self.slabs * self.nb * self.nb
+
+    @property
+    def rebuild_warps(self) -> int:
+        """Warps of a slab's V rebuild, for its slab_m × nb fp32 product: 4 at least (a 32-wide
+        panel's on 4 warps spilled 5.4 KB a thread)."""
+        return max(REBUILD_MIN_WARPS, _warps(self.slab_m * self.nb, SPLIT_ELEMS_PER_THREAD))
 
 
 @dataclass(frozen=True)
@@ -442,9 +452,9 @@ def _split_width(rows: int, shape: ShapeConfig) -> int | None:
     return nb if _split_fits(rows, nb, shape) else None
 
 
-def _warps(elems: int, shape: ShapeConfig) -> int:
-    """Warps of a program holding `elems` panel elements in registers."""
-    threads = elems // shape.panel_elems_per_thread
+def _warps(elems: int, per_thread: int) -> int:
+    """Warps of a program holding `elems` tile elements in registers, `per_thread` a thread."""
+    threads = elems // per_thread
     return min(MAX_WARPS, max(1, next_pow2(max(1, threads // 32))))
 
 
@@ -455,12 +465,14 @@ def _panel(
         slab_rows = shape.panel_split_rows
         slabs = -(-(n - col) // slab_rows)
         slab_m, stack_m = next_pow2(slab_rows), next_pow2(slabs * nb)
-        slab_warps, join_warps = _warps(slab_m * nb, shape), _warps(stack_m * nb, shape)
+        slab_warps = _warps(slab_m * nb, shape.panel_elems_per_thread)
+        join_warps = _warps(stack_m * nb, SPLIT_ELEMS_PER_THREAD)
         return SplitPanelOp(
             col, nb, slab_rows, slabs, slab_m, stack_m, slab_warps, join_warps, t_offset, slot
         )
     block_m = max(MIN_BLOCK_M, next_pow2(n - col))
-    return PanelOp(col, nb, block_m, _warps(block_m * nb, shape), t_offset, slot)
+    warps = _warps(block_m * nb, shape.panel_elems_per_thread)
+    return PanelOp(col, nb, block_m, warps, t_offset, slot)
 
 
 def _update(
