@@ -9,7 +9,7 @@ from collections.abc import Callable
 from functools import partial
 
 from qrsup.agents.session import RunPaths, SessionConfig
-from qrsup.kernels.executors.base import LOCAL, JudgeExecutor, LocalExecutor
+from qrsup.kernels.executors.base import GPU_REFEREES_AHEAD, LOCAL, JudgeExecutor, LocalExecutor
 from qrsup.kernels.executors.ray_executor import RayExecutor
 from qrsup.kernels.executors.ray_target import RayTarget, read_instance
 
@@ -22,9 +22,11 @@ def session_executor(
     warm: bool = False,
 ) -> JudgeExecutor:
     """The session's executor; an agent's Ray runs also keep its slot file and write to `note`,
-    and with `warm` its local runs start each referee ahead of its run."""
+    and with `warm` its local runs start referees ahead of its runs: on a GPU it shares with
+    other agents, one, since it waits its turn there anyway."""
     if session.executor != "ray":
-        return LocalExecutor(warm=True) if warm else LOCAL
+        ahead = GPU_REFEREES_AHEAD if session.agents_per_gpu == 1 else 1
+        return LocalExecutor(warm=True, gpu_ahead=ahead) if warm else LOCAL
     slot = paths.judge_slot(agent) if agent else None
     return RayExecutor(session_target(paths, session), note or _ignore, slot)
 

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import psutil
 import pytest
+from qrsup.agents.judge_executor import session_executor
+from qrsup.agents.session import RunPaths, SessionConfig
 from qrsup.kernels.executors import base
 from qrsup.kernels.executors.base import LocalExecutor
 from qrsup.kernels.judge.referee_process import RefereeProcess
@@ -134,7 +136,8 @@ class _StartedReferee:
         self.journal.append(f"close {self.number}")
 
 
-def test_on_a_gpu_the_executor_keeps_two_referees_starting_ahead(monkeypatch):
+def _journal_of_three_runs(monkeypatch, executor: LocalExecutor) -> list[str]:
+    """What a warm executor starts, uses and closes over three GPU runs and its close."""
     journal: list[str] = []
     monkeypatch.setattr(base, "RefereeProcess", lambda launch: _StartedReferee(journal))
 
@@ -143,13 +146,19 @@ def test_on_a_gpu_the_executor_keeps_two_referees_starting_ahead(monkeypatch):
         return {}
 
     monkeypatch.setattr(base, "run_judge", judged)
-    executor = LocalExecutor(warm=True)
     config = tiny_config(device="cuda")
     for _ in range(3):
         executor.run_judge(CANDIDATES / "blocked_wy.py", config)
-        assert executor.referees_ahead == base.GPU_REFEREES_AHEAD == 2
+        assert executor.referees_ahead == executor.gpu_ahead
     executor.close()
-    assert journal == [
+    assert executor.referees_ahead == 0
+    return journal
+
+
+def test_on_a_gpu_the_executor_keeps_two_referees_starting_ahead(monkeypatch):
+    executor = LocalExecutor(warm=True)
+    assert executor.gpu_ahead == base.GPU_REFEREES_AHEAD == 2
+    assert _journal_of_three_runs(monkeypatch, executor) == [
         "start 1",
         "start 2",
         "judge with a fresh one",
@@ -160,7 +169,28 @@ def test_on_a_gpu_the_executor_keeps_two_referees_starting_ahead(monkeypatch):
         "close 3",
         "close 4",
     ]
-    assert executor.referees_ahead == 0
+
+
+def test_agents_sharing_a_gpu_keep_one_referee_ahead_each(monkeypatch, tmp_path):
+    """Each waiting referee holds a CUDA context and its pinned export area: agents that take
+    turns on a GPU keep one ahead, and an agent alone on its GPU two."""
+    paths = RunPaths(tmp_path / "run")
+    shared = SessionConfig(name="s", workspace=tmp_path, agents_per_gpu=3)
+    executor = session_executor(paths, shared, "a1", warm=True)
+    assert isinstance(executor, LocalExecutor) and executor.gpu_ahead == 1
+    alone = session_executor(paths, SessionConfig(name="s", workspace=tmp_path), "a1", warm=True)
+    assert isinstance(alone, LocalExecutor) and alone.gpu_ahead == base.GPU_REFEREES_AHEAD
+    assert _journal_of_three_runs(monkeypatch, executor) == [
+        "start 1",
+        "judge with a fresh one",
+        "start 2",
+        "judge with 1",
+        "start 3",
+        "judge with 2",
+        "close 3",
+    ]
+    with pytest.raises(ValueError, match="at least 1"):
+        LocalExecutor(warm=True, gpu_ahead=0)
 
 
 @pytest.mark.gpu

@@ -53,11 +53,17 @@ class LocalExecutor(JudgeExecutor):
     With `warm`, the referees of the next runs are started ahead of them, so their interpreters,
     torch and the device are loaded by the time a candidate arrives: during this run on a GPU
     (whose host's cores are idle while the device is timed), after it on the CPU (the timed
-    device itself). Each referee still judges exactly one candidate.
+    device itself). Each referee still judges exactly one candidate. `gpu_ahead` is how many
+    start ahead on a GPU: each waiting one holds a CUDA context, an L2-flush buffer and its
+    pinned export area (897 MiB for qr_v2), so agents that share a GPU, and take turns on it,
+    keep one.
     """
 
-    def __init__(self, warm: bool = False) -> None:
+    def __init__(self, warm: bool = False, gpu_ahead: int = GPU_REFEREES_AHEAD) -> None:
+        if gpu_ahead < 1:
+            raise ValueError(f"gpu_ahead must be at least 1, got {gpu_ahead}")
         self.warm = warm
+        self.gpu_ahead = gpu_ahead
         self._ahead: deque[RefereeProcess] = deque()
         self._largest_file_bytes = 0
 
@@ -77,7 +83,7 @@ class LocalExecutor(JudgeExecutor):
         ahead = replace(launch, max_file_bytes=self._largest_file_bytes)
         warm = self._ahead.popleft() if self._ahead else None
         if launch.device != "cpu":
-            self._start_ahead(ahead, GPU_REFEREES_AHEAD)
+            self._start_ahead(ahead, self.gpu_ahead)
         data = run_judge(candidate, config, on_progress, extra, keep, warm)
         self._start_ahead(ahead, 1)
         return data
