@@ -93,6 +93,9 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         {"graph": True},
         # The 512-row panels take 128 registers: 528 of 640 programs fit at once, so two rounds.
         {"panel_max_registers": 96},
+        # 16-reflector updates at 182–187 registers: 2 programs an SM, 4 at 128.
+        {"inner_update_max_registers": 128},
+        {"inner_update_max_registers": 128, "panel_max_registers": 96},
         # An inner update covers 48, 32 or 16 columns: 64-wide tiles left half of them masked.
         {"inner_update_block_n": 64},
         {"inner_update_block_n": 16},

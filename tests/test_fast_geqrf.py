@@ -233,6 +233,30 @@ def test_the_prescale_splits_columns_and_still_reads_every_entry(
     assert out.amax.item() == float("inf")
 
 
+def test_register_caps_reach_the_launches_they_hold(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As the driver launches 640 × 512 with both caps set (on meta tensors, every kernel
+    replaced by a recorder): 4-warp panels at 96, 16-reflector updates at 128, the rest left
+    to ptxas (maxnreg None)."""
+    seen: set[tuple[object, object, object]] = set()
+
+    class Recorder:
+        def __getitem__(self, grid: object) -> Callable[..., None]:
+            def launch(*args: object, **kwargs: object) -> None:
+                seen.add((kwargs.get("BLOCK_M"), kwargs.get("NBP"), kwargs.get("maxnreg")))
+
+            return launch
+
+    for name in dir(driver):
+        if name.startswith("qr_") and name.endswith("_kernel"):
+            monkeypatch.setattr(driver, name, Recorder())
+    caps = {"panel_max_registers": 96, "inner_update_max_registers": 128}
+    plan = make_plan(640, 512, dataclasses.replace(load_config().for_shape(640, 512), **caps))
+    a = torch.empty((640, 512, 512), device="meta")
+    run_plan(a, plan, Buffers.allocate(a, plan))
+    assert {(512, None, 96), (128, None, None), (None, 16, 128), (None, 64, None)} <= seen
+    assert all(cap in (96, 128, None) for *_, cap in seen)
+
+
 def test_cpu_tensor_without_the_interpreter_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     from triton import knobs
 

@@ -42,6 +42,7 @@ L2_HINTS = {"update_l2_hints": True}  # the fused updates with their L2 policies
 BLOCK = {"block_launch": True}  # a block's panels, inner updates and T join in one launch
 TWO_PASS = {"update_two_pass": True, "inner_update_two_pass": True}  # W, then V·W per tile
 COLUMN_MAJOR = {"column_major": True}  # H by columns: every kernel sees unit row strides
+CAPS = {"panel_max_registers": 96, "inner_update_max_registers": 128}  # maxnreg on the launches
 OPTIONS = ("num_warps", "num_stages", "maxnreg")
 NO_COMPILER = 77  # main's exit status where this Triton cannot compile for NVIDIA GPUs ("skipped")
 
@@ -151,8 +152,8 @@ def _specialize(value: object) -> tuple[str, bool]:
 def plans_to_compile(config: Config) -> list[Plan]:
     """One qr_v2 benchmark shape per shape class, under its class's shipped point, with
     look-ahead, with the update's L2 policies, with block launches, with two-pass updates, with H
-    column-major and with row-split panels; the first also on the fused path, whose compiles
-    take seconds each."""
+    column-major, with register caps and with row-split panels; the first also on the fused
+    path, whose compiles take seconds each."""
     shapes: dict[str, tuple[int, int]] = {}
     for spec in get_suite("qr_v2").benchmarks:
         shapes.setdefault(config.for_shape(spec.batch, spec.n).name, (spec.batch, spec.n))
@@ -160,7 +161,7 @@ def plans_to_compile(config: Config) -> list[Plan]:
     for i, (batch, n) in enumerate(shapes.values()):
         shipped = config.for_shape(batch, n)
         variants = (FUSED,) if i == 0 else (SPLIT_PANELS,)
-        for changes in ({}, LOOKAHEAD, L2_HINTS, BLOCK, TWO_PASS, COLUMN_MAJOR, *variants):
+        for changes in ({}, LOOKAHEAD, L2_HINTS, BLOCK, TWO_PASS, COLUMN_MAJOR, CAPS, *variants):
             plan = make_plan(batch, n, dataclasses.replace(shipped, **changes))
             if plan is not None:
                 plans.append(plan)

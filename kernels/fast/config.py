@@ -76,6 +76,10 @@ class ShapeConfig:
     """Columns per program of the updates inside a block."""
     inner_update_warps: int
     """Warps per program of the updates inside a block."""
+    inner_update_max_registers: int
+    """Register cap per thread of the updates inside a block (0: ptxas decides). At 640 × 512
+    a 16-reflector update takes 182–187 registers, so 2 programs share an SM; at 128 (no
+    spill with Triton 3.6) 4 do, within the 36 KB of shared memory each takes."""
     update_stages: int
     """Software-pipelining depth of the update's row loops."""
     update_split_below: int

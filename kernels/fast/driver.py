@@ -200,6 +200,7 @@ def _update(src: torch.Tensor, plan: Plan, op: UpdateOp, out: Buffers) -> None:
     col_blocks = triton.cdiv(op.c_end - op.c_start, op.block_n)
     tiles = dict(NBP=op.dot_width, BM=op.block_m, BN=op.block_n)
     tiles |= dict(PRECISION=shape.update_precision, num_warps=op.warps)
+    tiles |= dict(maxnreg=op.max_registers or None)
     apply = dict(APPLY_PRECISION=shape.update_apply_precision)
     hints = l2_hints(shape.update_l2_hints)
     span = (plan.n, op.col, op.nb, op.c_start, op.c_end)

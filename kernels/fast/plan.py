@@ -125,6 +125,8 @@ class UpdateOp:
     mirror: int = 0
     """Its first `mirror` columns, the next panel's, are also stored in the panels' row-major
     copy (column-major H only; update.py's store_mirror)."""
+    max_registers: int = 0
+    """maxnreg of its launches (0: ptxas decides); inner updates take the class's cap."""
 
     @property
     def passes_w(self) -> bool:
@@ -491,13 +493,14 @@ def _update(
     if inner:
         bm, bn = shape.inner_update_block_m, shape.inner_update_block_n
         warps, two_pass = shape.inner_update_warps, shape.inner_update_two_pass
+        cap = shape.inner_update_max_registers
     else:
         bm, bn, warps = shape.update_block_m, shape.update_block_n, shape.update_warps
-        two_pass = shape.update_two_pass
+        two_pass, cap = shape.update_two_pass, 0
     col_blocks = -(-(c_end - c_start) // bn)
     slab_rows = 0
     if not library and batch * col_blocks < shape.update_split_below:
         slab_rows = -(-max(shape.update_split_rows, bm) // bm) * bm
     two_pass = two_pass and not (library or slab_rows)
     span = (col, nb, dot_width(nb), t_offset, c_start, c_end)
-    return UpdateOp(*span, slab_rows, bm, bn, warps, slot, library, two_pass)
+    return UpdateOp(*span, slab_rows, bm, bn, warps, slot, library, two_pass, max_registers=cap)
