@@ -232,6 +232,7 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         # Half as many row-split panels, each join twice as deep (the join and the rebuild of a
         # 32-wide panel spilled 1.4 and 13 KB a thread until this session's changes).
         {"panel_width": 32},
+        {**SPLIT_512, "panel_width": 32},  # 8 slabs: the join's stack is 256 × 32 (8 warps)
         OUTER_128,
         OUTER_256,
         OUTER_512,
