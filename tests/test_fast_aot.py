@@ -46,6 +46,29 @@ def test_sass_mix_reads_a_panel_launchs_loop_without_a_gpu(tmp_path: Path) -> No
 
 
 @pytest.mark.e2e
+def test_launch_resources_shows_a_register_cap_fitting_a_panels_grid_in_one_round(
+    tmp_path: Path,
+) -> None:
+    """scripts/launch_resources.py on 640×512: the 512-row panel's 640 programs take two rounds
+    at ptxas's own register count and one under medium's 96-register cap."""
+    root = Path(__file__).resolve().parents[1]
+    shipped = (root / "kernels" / "fast" / "configs.toml").read_text()
+    start = shipped.index('name = "medium"')
+    capped = shipped[:start] + shipped[start:].replace(
+        "panel_max_registers = 0", "panel_max_registers = 96", 1
+    )
+    (tmp_path / "capped.toml").write_text(capped)
+    script = str(root / "scripts" / "launch_resources.py")
+    panels = r"qr_panel_kernel .* programs 640–640  4 warps .* (\d+) an SM \(\w+\) +rounds (\d+)"
+    rounds = []
+    for extra in ([], ["--configs", str(tmp_path / "capped.toml")]):
+        stdout = _compile_for_sm90(tmp_path, [script, "--shape", "640x512", *extra])
+        rounds.append(tuple(map(int, re.findall(panels, stdout)[0])))
+    (fit, first), (fit_capped, then) = rounds
+    assert fit_capped > fit and (first, then) == (2, 1), rounds
+
+
+@pytest.mark.e2e
 @pytest.mark.parametrize("triton_site", [None, *EXTRA_TRITONS])
 def test_the_gluon_update_probe_compiles_its_apply_walk_without_shared_memory_staging(
     tmp_path: Path, triton_site: str | None

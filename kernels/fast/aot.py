@@ -14,6 +14,7 @@ imported as compiled kernels, not interpreted ones.
 from __future__ import annotations
 
 import dataclasses
+import math
 import multiprocessing
 import os
 import sys
@@ -61,6 +62,12 @@ class Launch:
     kwargs: dict[str, object]
     where: str
     """The plan it comes from, for reports."""
+    grid: tuple[int, ...] = (1,)
+
+    @property
+    def programs(self) -> int:
+        """How many programs its grid launches."""
+        return math.prod(self.grid)
 
     def key(self) -> tuple[str, str]:
         """Launches with one key compile to one binary (the tensors' shapes do not matter)."""
@@ -77,7 +84,8 @@ class _Recorder:
         def launch(*args: object, **kwargs: object) -> None:
             if "PAIR_REDUCE" in kwargs:  # the driver turns it off for CPU tensors only
                 kwargs["PAIR_REDUCE"] = self.plan.shape.panel_pair_reduce
-            self.log.append(Launch(self.kernel, args, kwargs, _describe(self.plan)))
+            shape = tuple(grid) if isinstance(grid, tuple) else (int(grid),)  # type: ignore[arg-type]
+            self.log.append(Launch(self.kernel, args, kwargs, _describe(self.plan), shape))
 
         return launch
 
