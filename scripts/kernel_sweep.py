@@ -75,6 +75,9 @@ PER_THREAD = [{"panel_elems_per_thread": e} for e in (16, 32, 64, 128)]
 VARIANTS: dict[str, list[dict[str, object]]] = {
     "single-panel": [{"graph": True}, *PER_THREAD],
     "small": [
+        # Look-ahead launches at 190 registers: 2 programs an SM, 3 at 168, 4 at 128.
+        {"update_max_registers": 168},
+        {"update_max_registers": 128},
         *PER_THREAD,
         COLUMN_MAJOR,
         {**COLUMN_MAJOR, "update_stages": 1},

@@ -234,9 +234,10 @@ def test_the_prescale_splits_columns_and_still_reads_every_entry(
 
 
 def test_register_caps_reach_the_launches_they_hold(monkeypatch: pytest.MonkeyPatch) -> None:
-    """As the driver launches 640 × 512 with both caps set (on meta tensors, every kernel
-    replaced by a recorder): 4-warp panels at 96, 16-reflector updates at 128, the rest left
-    to ptxas (maxnreg None)."""
+    """As the driver launches (on meta tensors, every kernel replaced by a recorder), each cap
+    reaches its launches alone: at 640 × 512 4-warp panels at 96 and 16-reflector updates at
+    128, or the 64-reflector ones at 168; at 40 × 352 the look-ahead launches. The rest are
+    left to ptxas (maxnreg None)."""
     seen: set[tuple[object, object, object]] = set()
 
     class Recorder:
@@ -249,12 +250,21 @@ def test_register_caps_reach_the_launches_they_hold(monkeypatch: pytest.MonkeyPa
     for name in dir(driver):
         if name.startswith("qr_") and name.endswith("_kernel"):
             monkeypatch.setattr(driver, name, Recorder())
-    caps = {"panel_max_registers": 96, "inner_update_max_registers": 128}
-    plan = make_plan(640, 512, dataclasses.replace(load_config().for_shape(640, 512), **caps))
-    a = torch.empty((640, 512, 512), device="meta")
-    run_plan(a, plan, Buffers.allocate(a, plan))
+
+    def launch(batch: int, n: int, **caps: int) -> None:
+        plan = make_plan(batch, n, dataclasses.replace(load_config().for_shape(batch, n), **caps))
+        a = torch.empty((batch, n, n), device="meta")
+        run_plan(a, plan, Buffers.allocate(a, plan))
+
+    launch(640, 512, panel_max_registers=96, inner_update_max_registers=128)
     assert {(512, None, 96), (128, None, None), (None, 16, 128), (None, 64, None)} <= seen
     assert all(cap in (96, 128, None) for *_, cap in seen)
+    seen.clear()
+    launch(640, 512, update_max_registers=168)
+    assert {(None, 16, None), (None, 64, 168), (512, None, None)} <= seen
+    seen.clear()
+    launch(40, 352, update_max_registers=168)  # look-ahead launches: the update and a panel
+    assert {cap for *_, cap in seen} == {None, 168} and (None, 16, 168) in seen
 
 
 def test_cpu_tensor_without_the_interpreter_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:

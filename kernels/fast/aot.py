@@ -43,7 +43,8 @@ L2_HINTS = {"update_l2_hints": True}  # the fused updates with their L2 policies
 BLOCK = {"block_launch": True}  # a block's panels, inner updates and T join in one launch
 TWO_PASS = {"update_two_pass": True, "inner_update_two_pass": True}  # W, then V·W per tile
 COLUMN_MAJOR = {"column_major": True}  # H by columns: every kernel sees unit row strides
-CAPS = {"panel_max_registers": 96, "inner_update_max_registers": 128}  # maxnreg on the launches
+# maxnreg on the launches: every kind of register cap at once
+CAPS = {"panel_max_registers": 96, "inner_update_max_registers": 128, "update_max_registers": 168}
 OPTIONS = ("num_warps", "num_stages", "maxnreg")
 NO_COMPILER = 77  # main's exit status where this Triton cannot compile for NVIDIA GPUs ("skipped")
 

@@ -69,6 +69,10 @@ class ShapeConfig:
     """Trailing columns per update program."""
     update_warps: int
     """Warps per update program."""
+    update_max_registers: int
+    """Register cap per thread of the trailing updates, look-ahead launches included (0: ptxas
+    decides). At 40 × 352 a look-ahead launch takes 190 registers, so 2 programs share an SM
+    and 360–440 programs run in two rounds; at 168 (no spill) 3 share one."""
     inner_update_block_m: int
     """Rows per step of the updates inside a block (panel_width reflectors on the block's own
     columns, fewer than block_width): narrower and shorter-lived than the trailing updates."""

@@ -264,7 +264,7 @@ def _lookahead(src: torch.Tensor, plan: Plan, op: LookaheadOp, out: Buffers) -> 
         PANEL_M=panel.block_m, PNB=panel.nb, PNBP=dot_width(panel.nb),
         PRECISION=shape.update_precision, APPLY_PRECISION=shape.update_apply_precision,
         PAIR_REDUCE=shape.panel_pair_reduce and src.is_cuda,
-        num_warps=op.warps, num_stages=shape.update_stages,
+        num_warps=op.warps, num_stages=shape.update_stages, maxnreg=up.max_registers or None,
     )  # fmt: skip
 
 

@@ -126,7 +126,7 @@ class UpdateOp:
     """Its first `mirror` columns, the next panel's, are also stored in the panels' row-major
     copy (column-major H only; update.py's store_mirror)."""
     max_registers: int = 0
-    """maxnreg of its launches (0: ptxas decides); inner updates take the class's cap."""
+    """maxnreg of its launches (0: ptxas decides): the class's cap for its kind of update."""
 
     @property
     def passes_w(self) -> bool:
@@ -496,7 +496,7 @@ def _update(
         cap = shape.inner_update_max_registers
     else:
         bm, bn, warps = shape.update_block_m, shape.update_block_n, shape.update_warps
-        two_pass, cap = shape.update_two_pass, 0
+        two_pass, cap = shape.update_two_pass, shape.update_max_registers
     col_blocks = -(-(c_end - c_start) // bn)
     slab_rows = 0
     if not library and batch * col_blocks < shape.update_split_below:
