@@ -167,11 +167,11 @@ def test_the_panel_register_cap_holds_only_panels_of_four_warps_or_more() -> Non
     """At 640 × 512 capped at 96, the 512-row panels take 4 warps and the cap; the short panels
     near the end, of fewer warps, already fit eight an SM and are left to ptxas."""
     shipped = load_config(DEFAULT_CONFIGS).for_shape(640, 512)
-    assert {p.max_registers(shipped) for p in make_plan(640, 512, shipped).panels} == {None}
+    assert {p.max_registers for p in make_plan(640, 512, shipped).panels} == {0}
     capped = dataclasses.replace(shipped, panel_max_registers=96)
-    caps = {(p.warps, p.max_registers(capped)) for p in make_plan(640, 512, capped).panels}
-    assert (4, 96) in caps and (1, None) in caps
-    assert all(cap == (96 if warps >= 4 else None) for warps, cap in caps)
+    caps = {(p.warps, p.max_registers) for p in make_plan(640, 512, capped).panels}
+    assert (4, 96) in caps and (1, 0) in caps
+    assert all(cap == (96 if warps >= 4 else 0) for warps, cap in caps)
 
 
 def test_inner_updates_alone_take_the_inner_register_cap() -> None:

@@ -164,7 +164,7 @@ def _panel(src: torch.Tensor, plan: Plan, op: PanelOp, out: Buffers, single: boo
         *src.stride(), *out.h.stride(), out.tau.stride(0), t.stride(0), t.stride(1),
         BLOCK_M=op.block_m, NB=op.nb, SELF_SCALE=single,
         PAIR_REDUCE=plan.shape.panel_pair_reduce and src.is_cuda, num_warps=op.warps,
-        maxnreg=op.max_registers(plan.shape),
+        maxnreg=op.max_registers or None,
     )  # fmt: skip
 
 

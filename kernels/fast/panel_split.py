@@ -93,15 +93,15 @@ def _upper_inverse(u, NB: tl.constexpr):
 @triton.jit
 def _slab_tile(n, col0, slab_rows, SLAB_M: tl.constexpr, NB: tl.constexpr):
     """What both per-slab kernels start from: the program's matrix and slab, the slab's first
-    row, the tile's row and column indices, and which of its elements lie in the slab."""
+    row, the tile's row and column indices, and which of its rows lie in the slab (SLAB_M × 1,
+    for a tile of any width)."""
     b = tl.program_id(0).to(tl.int64)
     s = tl.program_id(1)
     first = col0 + s * slab_rows
     m = tl.minimum(slab_rows, n - first)
     r = tl.arange(0, SLAB_M)
     c = tl.arange(0, NB)
-    inside = (r[:, None] < m) & (c[None, :] < NB)
-    return b, s, first, r, c, inside
+    return b, s, first, r, c, r[:, None] < m
 
 
 @triton.jit
@@ -225,10 +225,9 @@ def qr_slab_rebuild_kernel(
     """Grid (batch, slabs): the slab's rows of V, E·K_s − V_s·(X_s·K_s), summed over V_s's
     columns DOT_K at a time: with the whole slab tile as one fp32 product's operand, a 32-wide
     panel's rebuild spilled 6.8 KB a thread."""
-    b, s, first, r, c, real = _slab_tile(n, col0, slab_rows, SLAB_M, NB)
+    b, s, first, r, c, in_slab = _slab_tile(n, col0, slab_rows, SLAB_M, NB)
     rows = r[:, None]
     cols = c[None, :]
-    in_slab = (rows < slab_rows) & (first + rows < n)
     h = h_ptr + b * h_sb
     k_s = k_ptr + b * k_sb + s * NB * NB
     x_s = x_ptr + b * x_sb + s * NB * NB
@@ -244,4 +243,4 @@ def qr_slab_rebuild_kernel(
         y -= tl.dot(v, tl.dot(x, k, input_precision=EXACT), input_precision=EXACT)
     skip = tl.where(s == 0, NB, 0)  # the join stored the first slab's top NB rows
     offs = (first + r)[:, None] * h_sr + (col0 + c)[None, :] * h_sc
-    tl.store(h + offs, y, mask=real & (rows >= skip))
+    tl.store(h + offs, y, mask=in_slab & (rows >= skip))

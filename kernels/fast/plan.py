@@ -61,12 +61,9 @@ class PanelOp:
     """Which of the plan's T buffers holds its block's T."""
     mirrored: bool = False
     """Its columns were stored row-major by the update before it (column-major H): no copy."""
-
-    def max_registers(self, shape: ShapeConfig) -> int | None:
-        """maxnreg of its launch: the class's cap for programs of 4 warps or more, where
-        registers bound how many share an SM (smaller ones already fit 8 an SM); None lets
-        ptxas decide."""
-        return (shape.panel_max_registers or None) if self.warps >= REGISTER_BOUND_WARPS else None
+    max_registers: int = 0
+    """maxnreg of its launch (0: ptxas decides): the class's cap for programs of 4 warps or
+    more, where registers bound how many share an SM (smaller ones already fit 8 an SM)."""
 
 
 @dataclass(frozen=True)
@@ -83,7 +80,6 @@ class SplitPanelOp:
     stack_m: int
     """Register rows of the join program, which factors the slabs' stacked R's."""
     slab_warps: int
-    join_warps: int
     t_offset: int
     t_slot: int = 0
 
@@ -91,6 +87,11 @@ class SplitPanelOp:
     def scratch(self) -> int:
         """Floats per matrix it needs in the plan's Q scratch: X and K, nb × nb per slab each."""
         return 2 * self.slabs * self.nb * self.nb
+
+    @property
+    def join_warps(self) -> int:
+        """Warps of the join, for its stack_m × nb tiles."""
+        return _warps(self.stack_m * self.nb, SPLIT_ELEMS_PER_THREAD)
 
     @property
     def rebuild_warps(self) -> int:
@@ -468,13 +469,11 @@ def _panel(
         slabs = -(-(n - col) // slab_rows)
         slab_m, stack_m = next_pow2(slab_rows), next_pow2(slabs * nb)
         slab_warps = _warps(slab_m * nb, shape.panel_elems_per_thread)
-        join_warps = _warps(stack_m * nb, SPLIT_ELEMS_PER_THREAD)
-        return SplitPanelOp(
-            col, nb, slab_rows, slabs, slab_m, stack_m, slab_warps, join_warps, t_offset, slot
-        )
+        return SplitPanelOp(col, nb, slab_rows, slabs, slab_m, stack_m, slab_warps, t_offset, slot)
     block_m = max(MIN_BLOCK_M, next_pow2(n - col))
     warps = _warps(block_m * nb, shape.panel_elems_per_thread)
-    return PanelOp(col, nb, block_m, warps, t_offset, slot)
+    cap = shape.panel_max_registers if warps >= REGISTER_BOUND_WARPS else 0
+    return PanelOp(col, nb, block_m, warps, t_offset, slot, max_registers=cap)
 
 
 def _update(

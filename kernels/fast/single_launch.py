@@ -55,7 +55,7 @@ class SinglePanelLaunch:
         if entry is None:
             kernel = qr_panel_kernel[(plan.batch,)](
                 *args, BLOCK_M=op.block_m, NB=op.nb, SELF_SCALE=True, PAIR_REDUCE=pair,
-                num_warps=op.warps, maxnreg=op.max_registers(plan.shape),
+                num_warps=op.warps, maxnreg=op.max_registers or None,
             )  # fmt: skip
             self._compiled[key] = (kernel, t)
         else:
