@@ -60,16 +60,29 @@ def per_sm(registers: int, warps: int, shared: int) -> tuple[int, str]:
     return limits[limiter], limiter
 
 
+def batch_by_n(text: str) -> tuple[int, int]:
+    """`8x2048` → (8, 2048), or a usage error that names the expected form."""
+    try:
+        batch, n = map(int, text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected BATCHxN, such as 640x512: {text!r}") from None
+    if batch < 1 or n < 1:
+        raise argparse.ArgumentTypeError(f"batch and n must be at least 1, got {text!r}")
+    return batch, n
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--shape", action="append", default=[], help="BATCHxN (repeatable)")
+    parser.add_argument(
+        "--shape", action="append", default=[], type=batch_by_n, help="BATCHxN (repeatable)"
+    )
     parser.add_argument("--configs", type=Path, default=None, help="a configs TOML file")
     args = parser.parse_args()
     if not aot.cuda_compiler_available():
         print("no Triton CUDA backend with ptxas here")
         raise SystemExit(aot.NO_COMPILER)
     config = load_config(args.configs).for_arch(aot.SM90.arch)
-    shapes = [tuple(map(int, s.lower().split("x"))) for s in args.shape] or list(
+    shapes = args.shape or list(
         dict.fromkeys((spec.batch, spec.n) for spec in get_suite("qr_v2").benchmarks)
     )
     tools = Path(get_ptxas(aot.SM90.arch).path).parent
