@@ -236,38 +236,66 @@ def test_the_prescale_splits_columns_and_still_reads_every_entry(
     assert out.amax.item() == float("inf")
 
 
-def test_register_caps_reach_the_launches_they_hold(monkeypatch: pytest.MonkeyPatch) -> None:
-    """As the driver launches (on meta tensors, every kernel replaced by a recorder), each cap
-    reaches its launches alone: at 640 × 512 4-warp panels at 96 and 16-reflector updates at
-    128, or the 64-reflector ones at 168; at 40 × 352 the look-ahead launches. The rest are
-    left to ptxas (maxnreg None)."""
-    seen: set[tuple[object, object, object]] = set()
+@pytest.fixture
+def launches(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, dict[str, object]]]:
+    """What the driver launches, kernel name and keyword arguments, with every kernel replaced
+    by a recorder (run it on meta tensors: _launch_on_meta)."""
+    seen: list[tuple[str, dict[str, object]]] = []
 
     class Recorder:
-        def __getitem__(self, grid: object) -> Callable[..., None]:
-            def launch(*args: object, **kwargs: object) -> None:
-                seen.add((kwargs.get("BLOCK_M"), kwargs.get("NBP"), kwargs.get("maxnreg")))
+        def __init__(self, name: str) -> None:
+            self.name = name
 
-            return launch
+        def __getitem__(self, grid: object) -> Callable[..., None]:
+            return lambda *args, **kwargs: seen.append((self.name, kwargs))
 
     for name in dir(driver):
         if name.startswith("qr_") and name.endswith("_kernel"):
-            monkeypatch.setattr(driver, name, Recorder())
+            monkeypatch.setattr(driver, name, Recorder(name))
+    return seen
 
-    def launch(batch: int, n: int, **caps: int) -> None:
-        plan = make_plan(batch, n, dataclasses.replace(load_config().for_shape(batch, n), **caps))
-        a = torch.empty((batch, n, n), device="meta")
-        run_plan(a, plan, Buffers.allocate(a, plan))
 
-    launch(640, 512, panel_max_registers=96, inner_update_max_registers=128)
-    assert {(512, None, 96), (128, None, None), (None, 16, 128), (None, 64, None)} <= seen
-    assert all(cap in (96, 128, None) for *_, cap in seen)
-    seen.clear()
-    launch(640, 512, update_max_registers=168)
-    assert {(None, 16, None), (None, 64, 168), (512, None, None)} <= seen
-    seen.clear()
-    launch(40, 352, update_max_registers=168)  # look-ahead launches: the update and a panel
-    assert {cap for *_, cap in seen} == {None, 168} and (None, 16, 168) in seen
+def _launch_on_meta(batch: int, n: int, **knobs: object) -> None:
+    """The shipped plan of one shape with `knobs` changed, run by the driver on meta tensors."""
+    plan = make_plan(batch, n, dataclasses.replace(load_config().for_shape(batch, n), **knobs))
+    assert plan is not None
+    a = torch.empty((batch, n, n), device="meta")
+    run_plan(a, plan, Buffers.allocate(a, plan))
+
+
+def test_register_caps_reach_the_launches_they_hold(
+    launches: list[tuple[str, dict[str, object]]],
+) -> None:
+    """Each cap reaches its launches alone: at 640 × 512 4-warp panels at 96 and 16-reflector
+    updates at 128, or the 64-reflector ones at 168; at 40 × 352 the look-ahead launches. The
+    rest are left to ptxas (maxnreg None)."""
+
+    def seen() -> set[tuple[object, object, object]]:
+        found = {(kw.get("BLOCK_M"), kw.get("NBP"), kw.get("maxnreg")) for _, kw in launches}
+        launches.clear()
+        return found
+
+    _launch_on_meta(640, 512, panel_max_registers=96, inner_update_max_registers=128)
+    capped = seen()
+    assert {(512, None, 96), (128, None, None), (None, 16, 128), (None, 64, None)} <= capped
+    assert all(cap in (96, 128, None) for *_, cap in capped)
+    _launch_on_meta(640, 512, update_max_registers=168)
+    assert {(None, 16, None), (None, 64, 168), (512, None, None)} <= seen()
+    _launch_on_meta(40, 352, update_max_registers=168)  # look-ahead launches: update and panel
+    lookahead = seen()
+    assert {cap for *_, cap in lookahead} == {None, 168} and (None, 16, 168) in lookahead
+
+
+@pytest.mark.parametrize("unroll", [True, False])
+def test_panel_unroll_reaches_the_panel_and_look_ahead_launches(
+    launches: list[tuple[str, dict[str, object]]], unroll: bool
+) -> None:
+    """`panel_unroll` is a constexpr of every one-program panel launch and look-ahead launch (40
+    × 176 has both), and of no other kernel."""
+    _launch_on_meta(40, 176, panel_unroll=unroll)
+    taking = {name for name, kw in launches if "UNROLL" in kw}
+    assert taking == {"qr_panel_kernel", "qr_lookahead_kernel"}
+    assert all(kw["UNROLL"] is unroll for _, kw in launches if "UNROLL" in kw)
 
 
 def test_cpu_tensor_without_the_interpreter_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -284,7 +312,8 @@ def test_empty_batch_and_empty_matrices_return_empty_factors() -> None:
         assert h.shape == shape and tau.shape == (shape[0], shape[1])
 
 
-def test_panel_kernel_matches_the_reference_panel_and_its_t() -> None:
+@pytest.mark.parametrize("unroll", [False, True])
+def test_panel_kernel_matches_the_reference_panel_and_its_t(unroll: bool) -> None:
     patch_scalar_index()
     batch, n, nb = 2, 40, 16  # a tall panel: every reflector has τ ≠ 0, as build_t assumes
     a = torch.randn(batch, n, n, device=DEVICE)
@@ -296,6 +325,7 @@ def test_panel_kernel_matches_the_reference_panel_and_its_t() -> None:
     qr_panel_kernel[(batch,)](
         h, h, tau, t, amax, n, col, *h.stride(), *h.stride(), n, nb * nb, nb,
         BLOCK_M=32, NB=nb, SELF_SCALE=False, PAIR_REDUCE=torch.cuda.is_available(),
+        UNROLL=unroll,
     )  # fmt: skip
     ref_panel, ref_tau = blocked_wy.factor_panel(a[:, col:, col : col + nb])
     _, ref_t = blocked_wy.build_t(blocked_wy.unit_lower(ref_panel), ref_tau)
@@ -585,6 +615,26 @@ def _assert_path_passes_and_matches_its_launches(
     if INTERPRET_HERE:
         h_plain, tau_plain = _solver_with(tmp_path, **{**knobs, knob: False})(a)
         assert torch.allclose(h, h_plain, atol=1e-5) and torch.allclose(tau, tau_plain, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("knobs", "n"), [({}, 20), ({}, 70), (LOOKAHEAD, 70)], ids=["one-panel", "panels", "lookahead"]
+)
+def test_unrolled_panels_find_the_factors_of_the_looped_ones(
+    tmp_path: Path, knobs: dict[str, object], n: int, nan_poisoned_empty: None
+) -> None:
+    """`panel_unroll` runs the same reflector steps with the column known at compile time: the
+    gates pass, and the factors equal the looped panels' to the bit wherever the two run the
+    same arithmetic (the interpreter; on a GPU ptxas may schedule the two differently)."""
+    spec = Spec(batch=3, n=n, cond=2, case="mixed", seed=29)
+    a = generate_input(spec, device=DEVICE)
+    h, tau = _solver_with(tmp_path, **knobs, panel_unroll=True)(a)
+    _assert_passes(a, h, tau)
+    h_looped, tau_looped = _solver_with(tmp_path, **knobs)(a)
+    if INTERPRET_HERE:
+        assert torch.equal(h, h_looped) and torch.equal(tau, tau_looped)
+    else:
+        assert torch.allclose(h, h_looped, atol=1e-5) and torch.allclose(tau, tau_looped, atol=1e-6)
 
 
 BLOCK_LAUNCH = {**LOOKAHEAD, "lookahead": False, "block_launch": True, "t_gram_rows": 0}

@@ -45,6 +45,9 @@ TWO_PASS = {"update_two_pass": True, "inner_update_two_pass": True}  # W, then V
 COLUMN_MAJOR = {"column_major": True}  # H by columns: every kernel sees unit row strides
 # maxnreg on the launches: every kind of register cap at once
 CAPS = {"panel_max_registers": 96, "inner_update_max_registers": 128, "update_max_registers": 168}
+# The reflector steps unrolled: only for the two smallest classes, the others' unrolled panels
+# taking minutes to compile (8 × 2048: 77 s against 4 s looped)
+UNROLL = {"panel_unroll": True}
 OPTIONS = ("num_warps", "num_stages", "maxnreg")
 NO_COMPILER = 77  # main's exit status where this Triton cannot compile for NVIDIA GPUs ("skipped")
 
@@ -162,14 +165,14 @@ def plans_to_compile(config: Config) -> list[Plan]:
     """One qr_v2 benchmark shape per shape class, under its class's shipped point, with
     look-ahead, with the update's L2 policies, with block launches, with two-pass updates, with H
     column-major, with register caps and with row-split panels; the first also on the fused
-    path, whose compiles take seconds each."""
+    path, whose compiles take seconds each, and the first two with unrolled panels."""
     shapes: dict[str, tuple[int, int]] = {}
     for spec in get_suite("qr_v2").benchmarks:
         shapes.setdefault(config.for_shape(spec.batch, spec.n).name, (spec.batch, spec.n))
     plans = []
     for i, (batch, n) in enumerate(shapes.values()):
         shipped = config.for_shape(batch, n)
-        variants = (FUSED,) if i == 0 else (SPLIT_PANELS,)
+        variants = ((FUSED,) if i == 0 else (SPLIT_PANELS,)) + ((UNROLL,) if i < 2 else ())
         for changes in ({}, LOOKAHEAD, L2_HINTS, BLOCK, TWO_PASS, COLUMN_MAJOR, CAPS, *variants):
             plan = make_plan(batch, n, dataclasses.replace(shipped, **changes))
             if plan is not None:

@@ -27,12 +27,16 @@ def householder_tile(
     NB: tl.constexpr,
     PAIR_REDUCE: tl.constexpr,
     SKIP_T: tl.constexpr,  # nothing reads the tile's T (a panel that is the whole matrix)
+    UNROLL: tl.constexpr,  # the NB steps unrolled at compile time (`panel_unroll`)
 ):
     """Householder QR of a BLOCK_M × NB register tile (rows past the matrix are zero).
 
     Returns the tile with R on and above its diagonal and V below it, the tile's T (NB × NB;
     zero under SKIP_T, which saves a reduction a step) and its taus (1 × NB); shared by the panel
-    program and the fused whole-matrix program.
+    program and the fused whole-matrix program. Unrolled, each step knows its column at compile
+    time, so the selects that replace column i and mask the columns left of it vanish: 34% fewer
+    sm_90 instructions at 32 × 32 and 15% at 512 × 16, for 7–9 times the code and 6–20 times the
+    compile time (kernels/README.md).
     """
     r = tl.arange(0, BLOCK_M)
     c = tl.arange(0, NB)
@@ -40,43 +44,52 @@ def householder_tile(
     # are 1 × 1: their reductions then stay inside warps and need no layout conversions.
     rows = r[:, None]  # BLOCK_M × 1
     cols = c[None, :]  # 1 × NB
-    t_rows = c[:, None]  # NB × 1
     t = tl.zeros((NB, NB), tl.float32)
     taus = tl.zeros((1, NB), tl.float32)
-    for i in range(NB):
-        # One-hot selectors times p, not tl.where: the products fuse into the reductions' adds
-        # (one FFMA an element instead of a select and an add), and the panel is ALU-bound.
-        at_col = (cols == i).to(tl.float32)  # 1 × NB
-        at_row = (rows == i).to(tl.float32)  # BLOCK_M × 1
-        x = tl.sum(p * at_col, axis=1, keep_dims=True)  # column i
-        below = rows > i
-        x_tail = tl.where(below, x, 0.0)
-        if PAIR_REDUCE:
-            z, rho = tl.reduce((x_tail * p, at_row * p), 0, _add_pair, keep_dims=True)
-        else:
-            z = tl.sum(x_tail * p, axis=0, keep_dims=True)  # 1 × NB
-            rho = tl.sum(at_row * p, axis=0, keep_dims=True)  # row i
-        alpha = tl.sum(rho * at_col, axis=1, keep_dims=True)  # 1 × 1
-        sigma = tl.sum(z * at_col, axis=1, keep_dims=True)  # ‖x_tail‖²
-        reflect = sigma > 0.0
-        norm = tl.sqrt(alpha * alpha + sigma)
-        beta = tl.where(reflect, tl.where(alpha >= 0.0, -norm, norm), alpha)
-        tau = tl.where(reflect, (beta - alpha) / tl.where(reflect, beta, 1.0), 0.0)
-        inv_pivot = tl.where(reflect, 1.0 / tl.where(reflect, alpha - beta, 1.0), 0.0)
-        w = rho + inv_pivot * z  # vᵢᵀP
-        v = tl.where(rows == i, 1.0, inv_pivot * x_tail)
-        column = tl.where(rows == i, beta, tl.where(below, inv_pivot * x, x))
-        # Columns up to i take a zero multiple of v, so one FFMA and one select an element.
-        tau_w = tl.where(cols > i, tau * w, 0.0)  # 1 × NB
-        p = tl.where(cols == i, column, p - v * tau_w)
+    if UNROLL:
+        for i in tl.static_range(NB):
+            p, t, taus = _reflect(p, t, taus, i, rows, cols, c[:, None], PAIR_REDUCE, SKIP_T)
+    else:
+        for i in range(NB):
+            p, t, taus = _reflect(p, t, taus, i, rows, cols, c[:, None], PAIR_REDUCE, SKIP_T)
+    return p, t, taus
 
-        if not SKIP_T:
-            gram = tl.where(cols < i, w, 0.0)  # (Vᵀvᵢ) over the earlier columns
-            t_gram = tl.sum(t * gram, axis=1, keep_dims=True)  # NB × 1
-            t_column = tl.where(t_rows < i, -tau * t_gram, tl.where(t_rows == i, tau, 0.0))
-            t = tl.where(cols == i, t_column, t)
-        taus = tl.where(cols == i, tau, taus)
 
+@triton.jit
+def _reflect(p, t, taus, i, rows, cols, t_rows, PAIR_REDUCE: tl.constexpr, SKIP_T: tl.constexpr):
+    """Step i of householder_tile: reflector i applied to the tile, T and the taus grown by it."""
+    # One-hot selectors times p, not tl.where: the products fuse into the reductions' adds
+    # (one FFMA an element instead of a select and an add), and the panel is ALU-bound.
+    at_col = (cols == i).to(tl.float32)  # 1 × NB
+    at_row = (rows == i).to(tl.float32)  # BLOCK_M × 1
+    x = tl.sum(p * at_col, axis=1, keep_dims=True)  # column i
+    below = rows > i
+    x_tail = tl.where(below, x, 0.0)
+    if PAIR_REDUCE:
+        z, rho = tl.reduce((x_tail * p, at_row * p), 0, _add_pair, keep_dims=True)
+    else:
+        z = tl.sum(x_tail * p, axis=0, keep_dims=True)  # 1 × NB
+        rho = tl.sum(at_row * p, axis=0, keep_dims=True)  # row i
+    alpha = tl.sum(rho * at_col, axis=1, keep_dims=True)  # 1 × 1
+    sigma = tl.sum(z * at_col, axis=1, keep_dims=True)  # ‖x_tail‖²
+    reflect = sigma > 0.0
+    norm = tl.sqrt(alpha * alpha + sigma)
+    beta = tl.where(reflect, tl.where(alpha >= 0.0, -norm, norm), alpha)
+    tau = tl.where(reflect, (beta - alpha) / tl.where(reflect, beta, 1.0), 0.0)
+    inv_pivot = tl.where(reflect, 1.0 / tl.where(reflect, alpha - beta, 1.0), 0.0)
+    w = rho + inv_pivot * z  # vᵢᵀP
+    v = tl.where(rows == i, 1.0, inv_pivot * x_tail)
+    column = tl.where(rows == i, beta, tl.where(below, inv_pivot * x, x))
+    # Columns up to i take a zero multiple of v, so one FFMA and one select an element.
+    tau_w = tl.where(cols > i, tau * w, 0.0)  # 1 × NB
+    p = tl.where(cols == i, column, p - v * tau_w)
+
+    if not SKIP_T:
+        gram = tl.where(cols < i, w, 0.0)  # (Vᵀvᵢ) over the earlier columns
+        t_gram = tl.sum(t * gram, axis=1, keep_dims=True)  # NB × 1
+        t_column = tl.where(t_rows < i, -tau * t_gram, tl.where(t_rows == i, tau, 0.0))
+        t = tl.where(cols == i, t_column, t)
+    taus = tl.where(cols == i, tau, taus)
     return p, t, taus
 
 
@@ -96,6 +109,7 @@ def factor_and_store(
     NB: tl.constexpr,
     PAIR_REDUCE: tl.constexpr,
     SKIP_T: tl.constexpr,  # as householder_tile's: T is neither formed nor stored
+    UNROLL: tl.constexpr,  # as householder_tile's
 ):
     """Factor a loaded panel and store its V/R, taus and T; shared by the panel programs of
     qr_panel_kernel and qr_lookahead_kernel."""
@@ -103,7 +117,7 @@ def factor_and_store(
     r = tl.arange(0, BLOCK_M)
     c = tl.arange(0, NB)
     mask = (r[:, None] < m) & (c[None, :] < ncols)
-    p, tt, taus = householder_tile(p, BLOCK_M, NB, PAIR_REDUCE, SKIP_T)
+    p, tt, taus = householder_tile(p, BLOCK_M, NB, PAIR_REDUCE, SKIP_T, UNROLL)
     rows = r[:, None]  # BLOCK_M × 1
     cols = c[None, :]  # 1 × NB
     t_rows = c[:, None]  # NB × 1
@@ -137,6 +151,7 @@ def qr_panel_kernel(
     NB: tl.constexpr,  # panel width, a power of two
     SELF_SCALE: tl.constexpr,  # the panel is the whole matrix: find |A|max here, skip T
     PAIR_REDUCE: tl.constexpr,  # one two-output reduction per step instead of two sums
+    UNROLL: tl.constexpr,  # the reflector steps unrolled at compile time (`panel_unroll`)
 ):
     """One program per matrix: factor rows [col0, n) × columns [col0, col0 + NB) in place."""
     b = tl.program_id(0).to(tl.int64)
@@ -158,5 +173,5 @@ def qr_panel_kernel(
 
     factor_and_store(
         p, dst_ptr + b * dst_sb, tau_ptr + b * tau_sb, t_ptr + b * t_sb, m, col0, scale,
-        dst_sr, dst_sc, t_sr, BLOCK_M, NB, PAIR_REDUCE, SELF_SCALE,
+        dst_sr, dst_sc, t_sr, BLOCK_M, NB, PAIR_REDUCE, SELF_SCALE, UNROLL,
     )  # fmt: skip

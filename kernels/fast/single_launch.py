@@ -51,14 +51,14 @@ class SinglePanelLaunch:
             a, h, tau, t, amax, plan.n, 0, *a.stride(), *h.stride(), tau.stride(0),
             t.stride(0), t.stride(1),
         )  # fmt: skip
-        pair = plan.shape.panel_pair_reduce
+        pair, unroll = plan.shape.panel_pair_reduce, plan.shape.panel_unroll
         if entry is None:
             kernel = qr_panel_kernel[(plan.batch,)](
                 *args, BLOCK_M=op.block_m, NB=op.nb, SELF_SCALE=True, PAIR_REDUCE=pair,
-                num_warps=op.warps, maxnreg=op.max_registers or None,
+                UNROLL=unroll, num_warps=op.warps, maxnreg=op.max_registers or None,
             )  # fmt: skip
             self._compiled[key] = (kernel, t)
         else:
             # Every parameter in order, constexprs too, as Triton's own launch passes them.
-            entry[0][(plan.batch, 1, 1)](*args, op.block_m, op.nb, True, pair)
+            entry[0][(plan.batch, 1, 1)](*args, op.block_m, op.nb, True, pair, unroll)
         return h, tau, amax
