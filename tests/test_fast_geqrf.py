@@ -456,7 +456,8 @@ def test_graph_replay_gives_fresh_outputs_equal_to_eager(tmp_path: Path) -> None
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_single_panel_launch_equals_the_plans_launch_for_any_layout() -> None:
     """The dispatch-free launch keeps one compiled kernel per layout: a transposed input and a
-    misaligned one (a view one float in) must each get their own, and every call fresh outputs."""
+    misaligned one (a view one float in) must each get their own, every call fresh outputs, and
+    the NaN check each call's own |A|max."""
     solver = FastGeqrf(load_config(DEFAULT_CONFIGS))
     base = torch.randn(20 * 32 * 32 + 1, device="cuda")
     layouts = [
@@ -473,6 +474,12 @@ def test_single_panel_launch_equals_the_plans_launch_for_any_layout() -> None:
         assert torch.equal(first[0], expected.h) and torch.equal(first[1], expected.tau)
         assert torch.equal(second[0], expected.h) and first[0].data_ptr() != second[0].data_ptr()
         _assert_passes(a, *second)
+    # |A|max is scratch kept per layout: a NaN call's flag must not outlive that call.
+    poisoned = layouts[0].clone()
+    poisoned[3, 5, 7] = float("nan")
+    with pytest.raises(NonFiniteInputError):
+        solver(poisoned)
+    _assert_passes(layouts[0], *solver(layouts[0]))
 
 
 def test_only_a_one_panel_plan_is_launched_directly() -> None:

@@ -10,8 +10,10 @@ Triton specializes a launch on its integer arguments' values and its pointers' a
 argument but A's is fixed for one plan (fresh outputs of one shape, scratch made once), so a
 compiled kernel is kept per A's strides, A's alignment and the device.
 
-T, which nothing reads after a single panel, lives in scratch made once per layout, so calls of
-one solver on one shape must not overlap on the device, as for its CUDA graphs.
+T, which nothing reads after a single panel, and |A|max, which the call reads back at once or not
+at all, live in scratch made once per layout: each allocation is host time in a call that the
+host already paces. Calls of one solver on one shape must therefore not overlap on the device, as
+for its CUDA graphs.
 """
 
 from __future__ import annotations
@@ -36,17 +38,21 @@ class SinglePanelLaunch:
 
     def __init__(self, plan: Plan, op: PanelOp) -> None:
         self.plan, self.op = plan, op
-        self._compiled: dict[tuple[object, ...], tuple[object, torch.Tensor]] = {}  # kernel, T
+        # Per layout: the compiled kernel, then T's and |A|max's scratch.
+        self._compiled: dict[tuple[object, ...], tuple[object, torch.Tensor, torch.Tensor]] = {}
 
     def __call__(self, a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """(H, τ, |A|max) of `a`, a CUDA tensor of the plan's shape."""
+        """(H, τ, |A|max) of `a`, a CUDA tensor of the plan's shape; |A|max is scratch that the
+        next call on this layout overwrites."""
         plan, op = self.plan, self.op
         h = torch.empty((plan.batch, plan.n, plan.n), dtype=a.dtype, device=a.device)
         tau = torch.empty((plan.batch, plan.n), dtype=a.dtype, device=a.device)
-        amax = torch.empty(plan.batch, dtype=a.dtype, device=a.device)
         key = (a.get_device(), a.stride(), a.data_ptr() % ALIGNMENT_BYTES)
         entry = self._compiled.get(key)
-        t = entry[1] if entry else a.new_empty((plan.batch, plan.t_width, plan.t_width))
+        if entry is None:
+            t, amax = a.new_empty((plan.batch, plan.t_width, plan.t_width)), a.new_empty(plan.batch)
+        else:
+            t, amax = entry[1:]
         args = (
             a, h, tau, t, amax, plan.n, 0, *a.stride(), *h.stride(), tau.stride(0),
             t.stride(0), t.stride(1),
@@ -57,7 +63,7 @@ class SinglePanelLaunch:
                 *args, BLOCK_M=op.block_m, NB=op.nb, SELF_SCALE=True, PAIR_REDUCE=pair,
                 UNROLL=unroll, num_warps=op.warps, maxnreg=op.max_registers or None,
             )  # fmt: skip
-            self._compiled[key] = (kernel, t)
+            self._compiled[key] = (kernel, t, amax)
         else:
             # Every parameter in order, constexprs too, as Triton's own launch passes them.
             entry[0][(plan.batch, 1, 1)](*args, op.block_m, op.nb, True, pair, unroll)
