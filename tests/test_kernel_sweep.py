@@ -1,0 +1,49 @@
+"""scripts/kernel_sweep.py's variants are points of the config space. The sweep only runs on a
+lent GPU, where a variant naming an unknown class or knob, or a value outside the space, would
+cost a scarce device call before anything was timed."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from qrsup.kernels.fast.config import ConfigError, dump_config, load_config
+
+from tests.conftest import ROOT
+
+
+def _sweep() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("kernel_sweep", ROOT / "scripts/kernel_sweep.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+SWEEP = _sweep()
+
+
+def test_every_class_the_sweep_varies_is_a_shipped_class() -> None:
+    assert set(SWEEP.VARIANTS) <= {shape.name for shape in load_config().shapes}
+
+
+@pytest.mark.parametrize("name", sorted(SWEEP.VARIANTS))
+def test_every_variant_is_a_point_of_the_config_space(name: str, tmp_path: Path) -> None:
+    """Each variant, written as a configs file and read back, passes config.py's checks."""
+    base = load_config()
+    for knobs in SWEEP.VARIANTS[name]:
+        path = tmp_path / "configs.toml"
+        path.write_text(dump_config(SWEEP.with_class(base, name, knobs)))
+        varied = load_config(path)
+        shape = next(s for s in varied.shapes if s.name == name)
+        assert all(getattr(shape, knob) == value for knob, value in knobs.items()), knobs
+
+
+def test_a_value_outside_the_space_is_caught(tmp_path: Path) -> None:
+    """What the test above relies on: reading back refuses a value the space does not list."""
+    path = tmp_path / "configs.toml"
+    path.write_text(dump_config(SWEEP.with_class(load_config(), "medium", {"panel_width": 48})))
+    with pytest.raises(ConfigError):
+        load_config(path)
