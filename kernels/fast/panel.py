@@ -44,14 +44,15 @@ def householder_tile(
     # are 1 × 1: their reductions then stay inside warps and need no layout conversions.
     rows = r[:, None]  # BLOCK_M × 1
     cols = c[None, :]  # 1 × NB
+    t_rows = c[:, None]  # NB × 1
     t = tl.zeros((NB, NB), tl.float32)
     taus = tl.zeros((1, NB), tl.float32)
     if UNROLL:
         for i in tl.static_range(NB):
-            p, t, taus = _reflect(p, t, taus, i, rows, cols, c[:, None], PAIR_REDUCE, SKIP_T)
+            p, t, taus = _reflect(p, t, taus, i, rows, cols, t_rows, PAIR_REDUCE, SKIP_T)
     else:
         for i in range(NB):
-            p, t, taus = _reflect(p, t, taus, i, rows, cols, c[:, None], PAIR_REDUCE, SKIP_T)
+            p, t, taus = _reflect(p, t, taus, i, rows, cols, t_rows, PAIR_REDUCE, SKIP_T)
     return p, t, taus
 
 
