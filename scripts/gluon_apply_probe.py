@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import statistics
 from collections import Counter
-from pathlib import Path
 
 import torch
 import triton
@@ -219,7 +218,7 @@ def compile_gluon(
 def compiled_mix(kernel: triton.compiler.CompiledKernel, label: str) -> None:
     ptxas = get_ptxas(SM90.arch).path
     print(f"{label}: {ptxas_report(kernel.asm['ptx'], ptxas)}; shared {kernel.metadata.shared} B")
-    code = sass_of(kernel.asm["cubin"], Path(ptxas).parent)
+    code = sass_of(kernel.asm["cubin"])
     for first, last in loops(code):
         body = [op for address, op, _ in code if first <= address <= last]
         mix = " ".join(f"{op}:{count}" for op, count in Counter(body).most_common(14))

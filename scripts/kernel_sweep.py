@@ -110,9 +110,9 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         # 16-reflector updates at 182–187 registers: 2 programs an SM, 4 at 128.
         {"inner_update_max_registers": 128},
         {"inner_update_max_registers": 128, "panel_max_registers": 96},
-        # One stage: the 64-reflector update's shared memory falls from 96 to 64 KB, so at 168
+        # One stage: the 64-reflector update's shared memory falls from 96 to 64 KiB, so at 168
         # registers (about 200 B spilled) 3 programs share an SM, 17 → 12 rounds at its widest;
-        # the 16-reflector ones fall to 144–150 registers and 24 KB, 3 an SM (4 at 128).
+        # the 16-reflector ones fall to 144–150 registers and 24 KiB, 3 an SM (4 at 128).
         CAPPED_ONE_STAGE,
         {**STAGES_1, "inner_update_max_registers": 128},
         # An inner update covers 48, 32 or 16 columns: 64-wide tiles left half of them masked.

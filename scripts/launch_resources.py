@@ -13,15 +13,13 @@ from __future__ import annotations
 
 import argparse
 import math
-import subprocess
-import tempfile
 from pathlib import Path
 
 from qrsup.kernels.fast import aot
 from qrsup.kernels.fast.config import load_config
 from qrsup.kernels.fast.plan import make_plan
 from qrsup.kernels.suites import get_suite
-from triton.backends.nvidia.compiler import get_ptxas
+from sass_mix import batch_by_n, cuobjdump  # a sibling: scripts/ is on the path
 
 SMS = 132
 REGISTERS_PER_SM = 65536
@@ -32,18 +30,9 @@ WARPS_PER_SM = 64
 PROGRAMS_PER_SM = 32
 
 
-def resources(cubin: bytes, tools: Path) -> dict[str, int]:
+def resources(cubin: bytes) -> dict[str, int]:
     """REG, STACK and the other counts cuobjdump gives for the cubin's one kernel."""
-    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
-        f.write(cubin)
-        f.flush()
-        text = subprocess.run(
-            [str(tools / "cuobjdump"), "-res-usage", f.name],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-    last = text.strip().splitlines()[-1]
+    last = cuobjdump(cubin, "-res-usage").strip().splitlines()[-1]
     return {key: int(value) for key, value in (item.split(":") for item in last.split())}
 
 
@@ -60,17 +49,6 @@ def per_sm(registers: int, warps: int, shared: int) -> tuple[int, str]:
     return limits[limiter], limiter
 
 
-def batch_by_n(text: str) -> tuple[int, int]:
-    """`8x2048` → (8, 2048), or a usage error that names the expected form."""
-    try:
-        batch, n = map(int, text.lower().split("x"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected BATCHxN, such as 640x512: {text!r}") from None
-    if batch < 1 or n < 1:
-        raise argparse.ArgumentTypeError(f"batch and n must be at least 1, got {text!r}")
-    return batch, n
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -85,7 +63,6 @@ def main() -> None:
     shapes = args.shape or list(
         dict.fromkeys((spec.batch, spec.n) for spec in get_suite("qr_v2").benchmarks)
     )
-    tools = Path(get_ptxas(aot.SM90.arch).path).parent
     for batch, n in shapes:
         shape = config.for_shape(batch, n)
         plan = make_plan(batch, n, shape)
@@ -101,7 +78,7 @@ def main() -> None:
         for key, programs in grids.items():
             launch = first[key]
             compiled = aot.compile_launch(launch)
-            use = resources(compiled.asm["cubin"], tools)
+            use = resources(compiled.asm["cubin"])
             warps = compiled.metadata.num_warps
             fit, limiter = per_sm(use["REG"], warps, compiled.metadata.shared)
             rounds = sorted({math.ceil(p / (fit * SMS)) for p in programs})

@@ -28,15 +28,34 @@ INSTRUCTION = re.compile(r"^\s+/\*([0-9a-f]+)\*/\s+(?:@!?U?P[0-9T] )?([A-Z0-9_]+
 BRANCH_TARGET = re.compile(r"0x([0-9a-f]+)")
 
 
-def sass_of(cubin: bytes, tools: Path) -> list[tuple[int, str, str]]:
-    """(address, opcode, operands) of every instruction in `cubin`."""
+def cuobjdump(cubin: bytes, option: str) -> str:
+    """What the cuobjdump bundled beside Triton's ptxas prints for `cubin` under `option`
+    (`-sass`, `-res-usage`)."""
+    tool = Path(get_ptxas(aot.SM90.arch).path).parent / "cuobjdump"
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
         f.write(cubin)
         f.flush()
-        text = subprocess.run(
-            [str(tools / "cuobjdump"), "-sass", f.name], capture_output=True, text=True, check=True
-        ).stdout
+        run = subprocess.run(
+            [str(tool), option, f.name], capture_output=True, text=True, check=True
+        )
+    return run.stdout
+
+
+def sass_of(cubin: bytes) -> list[tuple[int, str, str]]:
+    """(address, opcode, operands) of every instruction in `cubin`."""
+    text = cuobjdump(cubin, "-sass")
     return [(int(a, 16), op, rest) for a, op, rest in INSTRUCTION.findall(text)]
+
+
+def batch_by_n(text: str) -> tuple[int, int]:
+    """`8x2048` → (8, 2048), or a usage error that names the expected form."""
+    try:
+        batch, n = map(int, text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected BATCHxN, such as 640x512: {text!r}") from None
+    if batch < 1 or n < 1:
+        raise argparse.ArgumentTypeError(f"batch and n must be at least 1, got {text!r}")
+    return batch, n
 
 
 def loops(code: list[tuple[int, str, str]]) -> list[tuple[int, int]]:
@@ -65,7 +84,7 @@ def ptxas_report(ptx: str, ptxas: str) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--shape", required=True, help="BATCHxN")
+    parser.add_argument("--shape", required=True, type=batch_by_n, help="BATCHxN")
     parser.add_argument("--kernel", required=True, help="a kernel driver.py launches")
     parser.add_argument("--nbp", type=int, default=None, help="only launches with this NBP")
     parser.add_argument("--nth", type=int, default=0, help="which matching launch")
@@ -74,7 +93,7 @@ def main() -> None:
     if not aot.cuda_compiler_available():
         print("no Triton CUDA backend with ptxas here")
         raise SystemExit(aot.NO_COMPILER)
-    batch, n = map(int, args.shape.lower().split("x"))
+    batch, n = args.shape
     shape = load_config(args.configs).for_arch(aot.SM90.arch).for_shape(batch, n)
     plan = make_plan(batch, n, shape)
     if plan is None:
@@ -93,7 +112,7 @@ def main() -> None:
     constants = {k: v for k, v in launch.kwargs.items() if isinstance(v, (int, str, bool))}
     print(f"{args.kernel} in {args.shape} ({shape.name}): {constants}")
     print(f"  {ptxas_report(compiled.asm['ptx'], ptxas)}; shared {compiled.metadata.shared} bytes")
-    code = sass_of(compiled.asm["cubin"], Path(ptxas).parent)
+    code = sass_of(compiled.asm["cubin"])
     print(f"  {len(code)} instructions")
     for first, last in loops(code):
         body = [op for address, op, _ in code if first <= address <= last]
