@@ -11,7 +11,8 @@ on plain-TF32 settings that failed the factor gate, the same ones again and agai
 over COSTLY_COMPILE_S for its kernels to compile, none of them the fastest seen: in a 7.5-minute
 loop on the H200 one proposal (`large.panel_split_rows: 0 → 32`) took 82 s to compile, 18% of
 the loop, for a candidate 12 times slower (2026-12-04). Steering text may pin knobs
-(`panel_width=64`, `medium.update_warps=8`) or name a class to focus on. No network, no key.
+(`panel_width=64`, `medium.update_warps=8`) or name a class to focus on (tuner_steering.py), and
+the proposal's transcript says what the tuner took from it. No network, no key.
 """
 
 from __future__ import annotations
@@ -19,13 +20,13 @@ from __future__ import annotations
 import hashlib
 import math
 import random
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from qrsup.agents.phase_focus import STAGES, knob_stage
 from qrsup.agents.proposal import Proposal, ProposalContext, ProposalFailure
 from qrsup.agents.spaces import ConfigSpace, Point
+from qrsup.agents.tuner_steering import read_steering
 from qrsup.kernels.suites import Spec
 
 MAX_TRIES = 200
@@ -37,7 +38,6 @@ MIN_FAILURES = 2  # evaluated points that failed with a knob value before it is 
 # loop): one such point is enough to leave its values alone.
 COSTLY_COMPILE_S = 60.0
 STAGE_WEIGHT = 3.0  # a knob's pick weight is 1 + STAGE_WEIGHT x its stage's share of the time
-_PIN = re.compile(r"([A-Za-z_][\w-]*(?:\.[A-Za-z_]\w*)?)\s*=\s*([\w.\-\"']+)")
 
 
 @dataclass(frozen=True)
@@ -85,8 +85,9 @@ class TunerProposer:
         samples = [s for s in history if s.geomean_ns is not None]
         shunned = failing_values(history) | costly_values(history)
         failing = {(k, v) for k, v in shunned if parent.get(k) != v}
-        pins, focus = self._steering(context.steering + context.advisor_ideas, choices)
-        weights = self._class_weights(parent, samples, choices, focus)
+        steered = read_steering(context.steering, context.advisor_ideas, choices)
+        pins = steered.pins
+        weights = self._class_weights(parent, samples, choices, steered.focus)
         for _ in range(MAX_TRIES):
             point, hypothesis = self._offspring(
                 parent, samples, choices, weights, self._profiled(context)
@@ -98,11 +99,18 @@ class TunerProposer:
                 hypothesis += f" (steered: {', '.join(f'{k}={v}' for k, v in pins.items())})"
             source = self.space.render(point)
             if not self.seen(source_hash(source)):
-                return Proposal(source, hypothesis, self.space.family, params=dict(point))
+                return Proposal(
+                    source,
+                    hypothesis,
+                    self.space.family,
+                    params=dict(point),
+                    transcript=steered.transcript,
+                )
         return ProposalFailure(
             "exhausted",
             f"no unseen point near the parent after {MAX_TRIES} tries; the neighbourhood of "
             f"{context.parent.candidate_id} is explored",
+            transcript=steered.transcript,
         )
 
     def _offspring(
@@ -186,7 +194,7 @@ class TunerProposer:
         parent: Point,
         samples: list[Sample],
         choices: dict[str, tuple[object, ...]],
-        focus: set[str],
+        focus: frozenset[str],
     ) -> dict[str, float]:
         """How much each class trails the best seen per spec: log time ratios, summed."""
         classes = sorted({k.split(".", 1)[0] for k in choices})
@@ -205,22 +213,6 @@ class TunerProposer:
         for cls in focus:
             weights[cls] = weights.get(cls, 0.1) + 10.0
         return weights
-
-    def _steering(
-        self, texts: Sequence[str], choices: dict[str, tuple[object, ...]]
-    ) -> tuple[Point, set[str]]:
-        """Knob pins (`knob=value`) and class names found in steering or advisor text."""
-        pins: Point = {}
-        classes = {k.split(".", 1)[0] for k in choices}
-        focus = {c for c in classes for text in texts if re.search(rf"\b{re.escape(c)}\b", text)}
-        for text in texts:
-            for name, raw in _PIN.findall(text):
-                for knob, values in choices.items():
-                    if knob == name or knob.split(".", 1)[1] == name:
-                        value = _coerce(raw.strip("\"'"), values)
-                        if value is not None:
-                            pins[knob] = value
-        return pins, focus
 
 
 def failing_values(samples: Sequence[Sample]) -> set[tuple[str, object]]:
@@ -247,10 +239,3 @@ def costly_values(samples: Sequence[Sample]) -> set[tuple[str, object]]:
 
 def _ordered(values: tuple[object, ...]) -> bool:
     return all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
-
-
-def _coerce(raw: str, values: tuple[object, ...]) -> object | None:
-    for value in values:
-        if str(value).lower() == raw.lower():
-            return value
-    return None

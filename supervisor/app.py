@@ -234,6 +234,9 @@ class SupervisorApp(App[str]):
     def action_steer(self) -> None:
         agent = self.selected_agent
         prompt = f"Steering for {agent}: taken at its next iteration boundary."
+        status = self.main.statuses.get(agent or "")
+        if status is not None and status.proposer == "tuner":
+            prompt += " The tuner reads knob=value pins (panel_width=64) and class names."
         self._ask_text("Steer", prompt, "", lambda text: self._act(actions.steer, agent, text))
 
     def action_broadcast(self) -> None:

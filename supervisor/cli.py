@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from functools import partial
 from pathlib import Path
@@ -16,6 +17,9 @@ from qrsup.supervisor.profile_command import add_profile_command, profile_comman
 from rich.console import Console
 
 AGENT_VERBS = ("pause", "resume", "kill", "restart")
+# Piped or redirected, Rich assumes 80 columns and cuts the status and bench tables' cells
+# ("prop…", "s…"); a file or a pager gets whole rows instead.
+PIPED_WIDTH = 200
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -118,8 +122,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def output_console() -> Console:
+    """The terminal's width on a terminal; PIPED_WIDTH elsewhere, unless COLUMNS says."""
+    if sys.stdout.isatty() or "COLUMNS" in os.environ:
+        return Console()
+    return Console(width=PIPED_WIDTH)
+
+
 def main(argv: list[str] | None = None) -> int:
-    console = Console()
+    console = output_console()
     try:
         args = build_parser().parse_args(argv)
         if args.command in ("test", "bench"):

@@ -67,6 +67,15 @@ def test_status_and_steer_on_a_session_whose_agents_are_stopped(session, capsys)
     assert (message.kind, message.text, message.sender) == ("steer", "try wider panels", "human")
 
 
+def test_status_piped_to_a_file_keeps_whole_columns(session, capsys, monkeypatch):
+    """Rich assumes 80 columns off a terminal, which cut `proposer` to `prop…`."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    _, where = session
+    assert main([*where, "status"]) == 0
+    header = next(line for line in capsys.readouterr().out.splitlines() if "agent" in line)
+    assert all(word in header for word in ("role", "proposer", "state", "heartbeat", "goal"))
+
+
 def paused_at_budget(paths, agent: str, usd: float, limit: float) -> None:
     """The heartbeat an agent paused at its cost budget leaves."""
     extra = {

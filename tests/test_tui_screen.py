@@ -127,6 +127,7 @@ async def test_steer_cancelled_sends_nothing_and_sent_queues_one_message(frozen_
         assert frozen_app.screen is frozen_app.main
         await pilot.press("s")
         assert isinstance(frozen_app.screen, TextPrompt)
+        assert "The tuner reads knob=value pins" in frozen_app.screen.prompt  # a2's proposer
         await type_text(pilot, "try wider panels")
         await pilot.press("enter")
         await until(pilot, lambda: inbox.pending(paths.inbox("a2")), 10, "the inbox file")

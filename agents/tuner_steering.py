@@ -1,0 +1,99 @@
+"""What the tuner reads from steering and advisor text: knob pins, classes to focus on, and a
+line for the agent's log saying what it took.
+
+A pin names a knob, by its full name (`medium.update_warps`) or its short one (`update_warps`:
+every class that has it), then a value: `panel_width=64`, `panel_width: 64`, `set panel_width to
+64`, or a pasted hypothesis (`all.panel_width: 32 → 64`, where the value after the arrow counts).
+A bare `panel_width 64` pins nothing, since "avoid panel_width 16" reads the same way. A person's
+text the tuner takes nothing from is said to be so, with the forms it reads: in a CPU session a
+steer "try panel_width 64" was logged and then left unread, with no word of why.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from qrsup.agents.spaces import Point
+
+_VALUE = r"([\w.\-\"']+)"
+_ARROW = r"\s*(?:→|->|\s+to\s+)\s*"
+_SEPARATOR = r"\s*(?:=|:|→|->|\s+to\s+|\s+from\s+)\s*"
+
+
+@dataclass(frozen=True)
+class SteeringRead:
+    """Pins and focus for the next proposal, and what to tell the person about them."""
+
+    pins: Point
+    focus: frozenset[str]
+    notes: tuple[str, ...]
+
+    @property
+    def transcript(self) -> str:
+        return "\n".join(f"steering: {note}" for note in self.notes)
+
+
+def read_steering(
+    steering: Sequence[str], ideas: Sequence[str], choices: Mapping[str, tuple[object, ...]]
+) -> SteeringRead:
+    """Everything usable in a person's `steering` and an advisor's `ideas`; only the person's
+    unusable text and unknown values are reported, since advisor prose mentions knobs freely."""
+    classes = sorted({knob.split(".", 1)[0] for knob in choices})
+    pins: Point = {}
+    focus: set[str] = set()
+    notes: list[str] = []
+    for text, from_person in [(t, True) for t in steering] + [(t, False) for t in ideas]:
+        found, unknown = _pins(text, choices)
+        named = {c for c in classes if re.search(rf"(?<![\w-]){re.escape(c)}(?![\w-])", text)}
+        pins.update(found)
+        focus |= named
+        if from_person:
+            notes.extend(unknown)
+            if not found and not named and not unknown:
+                notes.append(_unread(text, choices, classes))
+    if pins:
+        notes.append("pins " + ", ".join(f"{k}={v}" for k, v in sorted(pins.items())))
+    if focus:
+        notes.append("favours the classes " + ", ".join(sorted(focus)))
+    return SteeringRead(pins, frozenset(focus), tuple(notes))
+
+
+def _pins(text: str, choices: Mapping[str, tuple[object, ...]]) -> tuple[Point, list[str]]:
+    """The pins in one text, short names first so that full names override them, and a note
+    for each named knob whose value it does not take."""
+    short: dict[str, list[str]] = {}
+    for knob in choices:
+        short.setdefault(knob.split(".", 1)[-1], []).append(knob)
+    pins: Point = {}
+    unknown: list[str] = []
+    for name, knobs in [*short.items(), *((k, [k]) for k in choices if "." in k)]:
+        for raw in _values_after(name, text):
+            taken = {k: v for k in knobs if (v := _coerce(raw, choices[k])) is not None}
+            pins.update(taken)
+            if not taken:
+                values = ", ".join(str(v) for v in choices[knobs[0]])
+                unknown.append(f"{name} has no value {raw} (its values: {values})")
+    return pins, unknown
+
+
+def _values_after(name: str, text: str) -> list[str]:
+    """The raw value each mention of knob `name` gives it; the one after an arrow if two."""
+    pattern = rf"(?<![\w.]){re.escape(name)}(?![\w.]){_SEPARATOR}{_VALUE}(?:{_ARROW}{_VALUE})?"
+    return [(then or first).strip("\"'").rstrip(".,") for first, then in re.findall(pattern, text)]
+
+
+def _coerce(raw: str, values: tuple[object, ...]) -> object | None:
+    for value in values:
+        if str(value).lower() == raw.lower():
+            return value
+    return None
+
+
+def _unread(text: str, choices: Mapping[str, tuple[object, ...]], classes: list[str]) -> str:
+    example = next(iter(choices)).split(".", 1)[-1]
+    return (
+        f"took nothing from {text!r}: the tuner reads knob=value pins ({example}=…, or "
+        f"CLASS.{example}=… for one class) and class names ({', '.join(classes)})"
+    )

@@ -1,0 +1,85 @@
+"""What the tuner takes from a person's steering and an advisor's ideas, and what it says."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+from qrsup.agents.proposal import Proposal
+from qrsup.agents.spaces import BlockedWySpace, FastKernelSpace
+from qrsup.agents.tuner import TunerProposer
+from qrsup.agents.tuner_steering import read_steering
+from qrsup.kernels.suites import SMOKE
+
+from tests.test_tuner import context
+
+ROOT = Path(__file__).resolve().parent.parent
+BLOCKED = BlockedWySpace().choices()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "panel_width=64",
+        "use panel_width: 64",
+        "set panel_width to 64.",
+        "all.panel_width: 32 → 64",
+        "all.panel_width: 32 -> 64",
+        "move panel_width from 32 to 64",
+        'panel_width="64"',
+    ],
+)
+def test_each_form_a_person_writes_pins_the_value_it_ends_on(text):
+    read = read_steering([text], [], BLOCKED)
+    assert read.pins == {"all.panel_width": 64}
+    assert "steering: pins all.panel_width=64" in read.transcript
+
+
+def test_a_bare_knob_and_number_pins_nothing_and_says_which_forms_it_reads():
+    read = read_steering(["try panel_width 64"], [], BLOCKED)
+    assert read.pins == {} and read.focus == frozenset()
+    assert "took nothing from 'try panel_width 64'" in read.transcript
+    assert "panel_width=…" in read.transcript and "class names (all)" in read.transcript
+
+
+def test_a_value_the_knob_does_not_take_is_named_with_the_values_it_does():
+    read = read_steering(["panel_width=65"], [], BLOCKED)
+    assert read.pins == {}
+    assert "panel_width has no value 65 (its values: 4, 8, 12" in read.transcript
+    assert "took nothing" not in read.transcript
+
+
+def test_a_full_name_overrides_the_short_name_for_its_class_alone():
+    choices = FastKernelSpace(ROOT / "kernels/fast/configs.toml").choices()
+    read = read_steering(["update_warps=4, then medium.update_warps=8"], [], choices)
+    assert read.pins["medium.update_warps"] == 8
+    others = {k for k in choices if k.endswith(".update_warps") and not k.startswith("medium.")}
+    assert others and all(read.pins[k] == 4 for k in others)
+    assert not any("inner_update_warps" in k for k in read.pins)
+
+
+def test_a_class_is_named_whole_so_medium_1024_is_not_medium():
+    choices = FastKernelSpace(ROOT / "kernels/fast/configs.toml").choices()
+    assert read_steering(["look at medium-1024"], [], choices).focus == {"medium-1024"}
+    assert read_steering(["and medium too"], [], choices).focus == {"medium"}
+
+
+def test_advisor_prose_gives_its_pins_and_no_complaints():
+    ideas = ["Wider panels cut the traffic.", "Try t_method=recurrence; panel_width=7 is odd."]
+    read = read_steering([], ideas, BLOCKED)
+    assert read.pins == {"all.t_method": "recurrence"}
+    assert read.transcript == "steering: pins all.t_method=recurrence"
+
+
+def test_the_tuners_proposal_carries_what_it_took_from_the_steer():
+    space = BlockedWySpace()
+    tuner = TunerProposer(space, SMOKE.benchmarks, list, lambda h: False, random.Random(5))
+    parent = space.render(space.default_point())
+    pinned = tuner.propose(context(parent, steering=["set panel_width to 64"]))
+    assert isinstance(pinned, Proposal) and pinned.params["all.panel_width"] == 64
+    assert pinned.transcript == "steering: pins all.panel_width=64"
+    unread = tuner.propose(context(parent, steering=["bigger panels please"]))
+    assert isinstance(unread, Proposal)
+    assert unread.transcript.startswith("steering: took nothing from 'bigger panels please'")
+    assert tuner.propose(context(parent)).transcript == ""
