@@ -30,8 +30,10 @@ def event_line(event: dict) -> str | None:
     stamp = str(event.get("time", ""))[11:]
     if kind == "iteration":
         hypothesis = event.get("hypothesis") or "—"
+        # A pass's reason too: "not promising" beside a geomean below the incumbent's reads as
+        # a wrong call unless the quick-rule figures it was weighed by are on the same line.
         reason = str(event.get("reason") or "").strip().splitlines()
-        tail = f" ({reason[0][:120]})" if reason and event.get("verdict") != "pass" else ""
+        tail = f" ({reason[0][:160]})" if reason else ""
         return (
             f"{stamp} {agent} it {event.get('iteration')} {event.get('candidate_id') or '—'} "
             f"{event.get('verdict')} {format_ms(event.get('geomean_ns'))} → {event.get('decision')}"

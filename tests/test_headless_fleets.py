@@ -118,3 +118,15 @@ def test_status_changes_get_one_line_each_and_repeated_waits_none():
     assert event_line({**wait, "again": True}) is None
     paused = {"event": "budget_paused", "agent": "m1", "detail": "$5.00 of its $5.00 budget spent"}
     assert "paused at its cost budget (qrsup budget to go on): $5.00 of" in event_line(paused)
+
+
+def test_a_passing_candidates_line_says_what_it_was_weighed_against():
+    iteration = {"event": "iteration", "agent": "a1", "time": "2026-12-05 00:43:14",
+                 "iteration": 5, "candidate_id": "c-df0513fa1c", "verdict": "pass",
+                 "decision": "not promising", "geomean_ns": 20.09e6,
+                 "hypothesis": "all.update_chunk: 0 → 32",
+                 "reason": "quick stage more than 2% slower: 20.09 ms against the incumbent's "
+                           "19.38 ms (quick rule, 4 evaluations old)"}  # fmt: skip
+    line = event_line(iteration)
+    assert line.startswith("00:43:14 a1 it 5 c-df0513fa1c pass 20.09 ms → not promising")
+    assert line.endswith("against the incumbent's 19.38 ms (quick rule, 4 evaluations old))")
