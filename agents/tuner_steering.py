@@ -32,7 +32,7 @@ class SteeringRead:
 
     @property
     def transcript(self) -> str:
-        return "\n".join(f"steering: {note}" for note in self.notes)
+        return "\n".join(f"steering: the tuner {note}" for note in self.notes)
 
 
 def read_steering(
@@ -74,7 +74,7 @@ def _pins(text: str, choices: Mapping[str, tuple[object, ...]]) -> tuple[Point, 
             pins.update(taken)
             if not taken:
                 values = ", ".join(str(v) for v in choices[knobs[0]])
-                unknown.append(f"{name} has no value {raw} (its values: {values})")
+                unknown.append(f"ignores {name}={raw}: not one of its values ({values})")
     return pins, unknown
 
 
@@ -94,6 +94,6 @@ def _coerce(raw: str, values: tuple[object, ...]) -> object | None:
 def _unread(text: str, choices: Mapping[str, tuple[object, ...]], classes: list[str]) -> str:
     example = next(iter(choices)).split(".", 1)[-1]
     return (
-        f"took nothing from {text!r}: the tuner reads knob=value pins ({example}=…, or "
+        f"takes nothing from {text!r}: it reads knob=value pins ({example}=…, or "
         f"CLASS.{example}=… for one class) and class names ({', '.join(classes)})"
     )

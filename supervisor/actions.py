@@ -12,14 +12,17 @@ from dataclasses import asdict, dataclass
 from qrsup.agents.advisor import build_advisor
 from qrsup.agents.evaluation import Evaluator, StageResult
 from qrsup.agents.goals import GoalError, parse_goal
+from qrsup.agents.incumbent import REPO_ROOT
 from qrsup.agents.promotion import promote
 from qrsup.agents.proposal import ParentCandidate
 from qrsup.agents.proposers.chat import ModelConfig
 from qrsup.agents.records import append_event
 from qrsup.agents.session import AgentSpec, SessionError
 from qrsup.agents.side_questions import AgentRecords, SideAnswer, SideQuestions
+from qrsup.agents.spaces import FAMILIES, space_for
 from qrsup.agents.spend import parse_cost_budget
 from qrsup.agents.store import Store, StoreError
+from qrsup.agents.tuner_steering import read_steering
 from qrsup.kernels.schema import Actor, EventKind, Progress
 from qrsup.kernels.suites import get_suite
 from qrsup.supervisor.export import ExportError, stored_candidate, write_submission
@@ -51,8 +54,20 @@ def steer(fleet: Fleet, agent: str, text: str) -> ActionResult:
         return ActionResult(False, "steering text is empty")
     message = fleet.send(agent, "steer", text.strip())
     return ActionResult(
-        True, f"steering for {agent} queued ({message.id}); taken at its next boundary"
+        True,
+        f"steering for {agent} queued ({message.id}); taken at its next boundary"
+        + _tuner_reading(fleet, agent, text.strip()),
     )
+
+
+def _tuner_reading(fleet: Fleet, agent: str, text: str) -> str:
+    """What a tuner agent will take from `text`, said at once: a steer it cannot read would
+    otherwise be found out only in the agent's log, an evaluation later."""
+    spec = next((s for s in fleet.session.agents if s.name == agent), None)
+    if spec is None or spec.proposer != "tuner" or spec.family not in FAMILIES:
+        return ""
+    read = read_steering([text], [], space_for(spec.family, REPO_ROOT).choices())
+    return "".join(f"; the tuner {note}" for note in read.notes)
 
 
 def broadcast(fleet: Fleet, text: str) -> ActionResult:

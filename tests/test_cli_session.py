@@ -62,9 +62,13 @@ def test_status_and_steer_on_a_session_whose_agents_are_stopped(session, capsys)
     out = capsys.readouterr().out
     assert "session frozen" in out and "a3" in out and "c-incumbent" in out
     assert main([*where, "steer", "a2", "try", "wider", "panels"]) == 0
-    assert "steering for a2 queued" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "steering for a2 queued" in out
+    assert "the tuner takes nothing from 'try wider panels'" in " ".join(out.split())
     ((_, message),) = inbox.pending(paths.inbox("a2"))
     assert (message.kind, message.text, message.sender) == ("steer", "try wider panels", "human")
+    assert main([*where, "steer", "a3", "set", "panel_width", "to", "64"]) == 0
+    assert "; the tuner pins all.panel_width=64" in capsys.readouterr().out
 
 
 def test_status_piped_to_a_file_keeps_whole_columns(session, capsys, monkeypatch):

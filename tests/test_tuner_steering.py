@@ -33,21 +33,21 @@ BLOCKED = BlockedWySpace().choices()
 def test_each_form_a_person_writes_pins_the_value_it_ends_on(text):
     read = read_steering([text], [], BLOCKED)
     assert read.pins == {"all.panel_width": 64}
-    assert "steering: pins all.panel_width=64" in read.transcript
+    assert "steering: the tuner pins all.panel_width=64" in read.transcript
 
 
 def test_a_bare_knob_and_number_pins_nothing_and_says_which_forms_it_reads():
     read = read_steering(["try panel_width 64"], [], BLOCKED)
     assert read.pins == {} and read.focus == frozenset()
-    assert "took nothing from 'try panel_width 64'" in read.transcript
+    assert "takes nothing from 'try panel_width 64'" in read.transcript
     assert "panel_width=…" in read.transcript and "class names (all)" in read.transcript
 
 
 def test_a_value_the_knob_does_not_take_is_named_with_the_values_it_does():
     read = read_steering(["panel_width=65"], [], BLOCKED)
     assert read.pins == {}
-    assert "panel_width has no value 65 (its values: 4, 8, 12" in read.transcript
-    assert "took nothing" not in read.transcript
+    assert "ignores panel_width=65: not one of its values (4, 8, 12" in read.transcript
+    assert "takes nothing" not in read.transcript
 
 
 def test_a_full_name_overrides_the_short_name_for_its_class_alone():
@@ -69,7 +69,7 @@ def test_advisor_prose_gives_its_pins_and_no_complaints():
     ideas = ["Wider panels cut the traffic.", "Try t_method=recurrence; panel_width=7 is odd."]
     read = read_steering([], ideas, BLOCKED)
     assert read.pins == {"all.t_method": "recurrence"}
-    assert read.transcript == "steering: pins all.t_method=recurrence"
+    assert read.transcript == "steering: the tuner pins all.t_method=recurrence"
 
 
 def test_the_tuners_proposal_carries_what_it_took_from_the_steer():
@@ -78,8 +78,10 @@ def test_the_tuners_proposal_carries_what_it_took_from_the_steer():
     parent = space.render(space.default_point())
     pinned = tuner.propose(context(parent, steering=["set panel_width to 64"]))
     assert isinstance(pinned, Proposal) and pinned.params["all.panel_width"] == 64
-    assert pinned.transcript == "steering: pins all.panel_width=64"
+    assert pinned.transcript == "steering: the tuner pins all.panel_width=64"
     unread = tuner.propose(context(parent, steering=["bigger panels please"]))
     assert isinstance(unread, Proposal)
-    assert unread.transcript.startswith("steering: took nothing from 'bigger panels please'")
+    assert unread.transcript.startswith(
+        "steering: the tuner takes nothing from 'bigger panels please'"
+    )
     assert tuner.propose(context(parent)).transcript == ""
