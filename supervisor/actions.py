@@ -56,29 +56,37 @@ def steer(fleet: Fleet, agent: str, text: str) -> ActionResult:
     return ActionResult(
         True,
         f"steering for {agent} queued ({message.id}); taken at its next boundary"
-        + _tuner_reading(fleet, agent, text.strip()),
+        + "".join(f"; the tuner {note}" for note in _tuner_notes(fleet, agent, text.strip())),
     )
 
 
-def _tuner_reading(fleet: Fleet, agent: str, text: str) -> str:
+def _tuner_notes(fleet: Fleet, agent: str, text: str) -> tuple[str, ...]:
     """What a tuner agent will take from `text`, said at once: a steer it cannot read would
     otherwise be found out only in the agent's log, an evaluation later."""
     spec = next((s for s in fleet.session.agents if s.name == agent), None)
     if spec is None or spec.proposer != "tuner" or spec.family not in FAMILIES:
-        return ""
-    read = read_steering([text], [], space_for(spec.family, REPO_ROOT).choices())
-    return "".join(f"; the tuner {note}" for note in read.notes)
+        return ()
+    return read_steering([text], [], space_for(spec.family, REPO_ROOT).choices()).notes
 
 
 def broadcast(fleet: Fleet, text: str) -> ActionResult:
-    """The same steering to every agent of the session, running or not (it waits in the inbox)."""
+    """The same steering to every agent of the session, running or not (it waits in the inbox);
+    the receipt says what the tuner agents will take from it, once per distinct reading."""
     if not text.strip():
         return ActionResult(False, "steering text is empty")
     names = fleet.names()
+    readings: dict[tuple[str, ...], list[str]] = {}
     for name in names:
         fleet.send(name, "steer", text.strip(), sender="human (broadcast)")
+        if notes := _tuner_notes(fleet, name, text.strip()):
+            readings.setdefault(notes, []).append(name)
+    said = "".join(
+        f"; the tuner of {', '.join(agents)} {'; '.join(notes)}"
+        for notes, agents in readings.items()
+    )
     return ActionResult(
-        True, f"steering for every agent ({', '.join(names)}) queued; taken at their boundaries"
+        True,
+        f"steering for every agent ({', '.join(names)}) queued; taken at their boundaries{said}",
     )
 
 

@@ -99,6 +99,9 @@ def test_broadcast_queues_the_same_steering_for_every_agent(session, capsys):
     for name in ("a1", "a2", "a3"):
         ((_, message),) = inbox.pending(paths.inbox(name))
         assert (message.kind, message.text) == ("steer", "prefer Triton")
+    assert main([*where, "broadcast", "panel_width=64"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert out.endswith("at their boundaries; the tuner of a1, a2, a3 pins all.panel_width=64")
 
 
 def test_a_new_budget_is_queued_and_a_bad_one_refused(session, capsys):
