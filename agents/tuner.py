@@ -11,8 +11,9 @@ on plain-TF32 settings that failed the factor gate, the same ones again and agai
 over COSTLY_COMPILE_S for its kernels to compile, none of them the fastest seen: in a 7.5-minute
 loop on the H200 one proposal (`large.panel_split_rows: 0 → 32`) took 82 s to compile, 18% of
 the loop, for a candidate 12 times slower (2026-12-04). Steering text may pin knobs
-(`panel_width=64`, `medium.update_warps=8`) or name a class to focus on (tuner_steering.py), and
-the proposal's transcript says what the tuner took from it. No network, no key.
+(`panel_width=64`, `medium.update_warps=8`) or name a class to focus on (tuner_steering.py); the
+parent with the pins alone is proposed first, and the proposal's transcript says what the tuner
+took from the text. No network, no key.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import math
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from qrsup.agents.phase_focus import STAGES, knob_stage
@@ -86,17 +87,10 @@ class TunerProposer:
         shunned = failing_values(history) | costly_values(history)
         failing = {(k, v) for k, v in shunned if parent.get(k) != v}
         steered = read_steering(context.steering, context.advisor_ideas, choices)
-        pins = steered.pins
         weights = self._class_weights(parent, samples, choices, steered.focus)
-        for _ in range(MAX_TRIES):
-            point, hypothesis = self._offspring(
-                parent, samples, choices, weights, self._profiled(context)
-            )
-            if any(point.get(k) == v for k, v in failing):
-                continue
-            point.update(pins)
-            if pins:
-                hypothesis += f" (steered: {', '.join(f'{k}={v}' for k, v in pins.items())})"
+        profiled = self._profiled(context)
+        points = self._points(parent, steered.pins, failing, samples, choices, weights, profiled)
+        for point, hypothesis in points:
             source = self.space.render(point)
             if not self.seen(source_hash(source)):
                 return Proposal(
@@ -112,6 +106,31 @@ class TunerProposer:
             f"{context.parent.candidate_id} is explored",
             transcript=steered.transcript,
         )
+
+    def _points(
+        self,
+        parent: Point,
+        pins: Point,
+        failing: set[tuple[str, object]],
+        samples: list[Sample],
+        choices: dict[str, tuple[object, ...]],
+        weights: dict[str, float],
+        shares: Mapping[str, Mapping[str, float]],
+    ) -> Iterator[tuple[Point, str]]:
+        """Points to try in order, each with its hypothesis: the parent with the pins alone
+        first, so that a steer's effect is not mixed with a random mutation's, then MAX_TRIES
+        offspring with the pins applied, none holding a failing value."""
+        changes = [f"{k}: {parent[k]} → {v}" for k, v in pins.items() if parent[k] != v]
+        if changes:
+            yield {**parent, **pins}, "; ".join(changes) + " (steered)"
+        for _ in range(MAX_TRIES):
+            point, hypothesis = self._offspring(parent, samples, choices, weights, shares)
+            if any(point.get(k) == v for k, v in failing):
+                continue
+            if pins:
+                point.update(pins)
+                hypothesis += f" (steered: {', '.join(f'{k}={v}' for k, v in pins.items())})"
+            yield point, hypothesis
 
     def _offspring(
         self,

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from qrsup.agents.proposal import Proposal
 from qrsup.agents.spaces import BlockedWySpace, FastKernelSpace
-from qrsup.agents.tuner import TunerProposer
+from qrsup.agents.tuner import TunerProposer, source_hash
 from qrsup.agents.tuner_steering import read_steering
 from qrsup.kernels.suites import SMOKE
 
@@ -85,3 +85,20 @@ def test_the_tuners_proposal_carries_what_it_took_from_the_steer():
         "steering: the tuner takes nothing from 'bigger panels please'"
     )
     assert tuner.propose(context(parent)).transcript == ""
+
+
+def test_a_pin_is_tried_alone_first_then_beside_mutations_once_that_point_is_seen():
+    space = BlockedWySpace()
+    seen: set[str] = set()
+    tuner = TunerProposer(space, SMOKE.benchmarks, list, seen.__contains__, random.Random(6))
+    parent = space.default_point()
+    steer = context(space.render(parent), steering=["panel_width=64"])
+    alone = tuner.propose(steer)
+    assert isinstance(alone, Proposal)
+    assert alone.params == {**parent, "all.panel_width": 64}
+    assert alone.hypothesis == f"all.panel_width: {parent['all.panel_width']} → 64 (steered)"
+    seen.add(source_hash(alone.source))
+    beside = tuner.propose(steer)
+    assert isinstance(beside, Proposal) and beside.params["all.panel_width"] == 64
+    assert beside.params != alone.params
+    assert beside.hypothesis.endswith("(steered: all.panel_width=64)")
