@@ -27,8 +27,8 @@ def open_repo(workspace: Path) -> git.Repo:
         return git.Repo(workspace, search_parent_directories=False)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):
         raise WorkspaceError(
-            f"{workspace} is not a git repository; run `git init` there (or pass --init) so "
-            "promotions can be committed"
+            f"{workspace} is not a git repository; run `git init` there so promotions can be "
+            "committed"
         ) from None
 
 

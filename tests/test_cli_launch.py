@@ -75,6 +75,13 @@ def test_a_bad_launch_choice_exits_2_and_starts_nothing(
     refused(capsys, launch(workspace, *options), workspace, message)
 
 
+def test_a_workspace_that_is_not_a_repository_names_both_ways_out_once(tmp_path, capsys):
+    assert main(["--workspace", str(tmp_path), "run", "--headless"]) == 2
+    err = capsys.readouterr().err
+    assert "not a git repository; run `git init` there" in err and err.count("--init") == 1
+    assert err.count("\n") == 1 and not (tmp_path / "runs").exists()
+
+
 def test_an_unreachable_endpoint_exits_2(tmp_path, capsys, clean_env):
     url = f"http://127.0.0.1:{closed_port()}/v1"
     options = ["--model", "m", "--base-url", url, "--api-key-env", KEY_ENV]
