@@ -165,6 +165,7 @@ class ResearchAgent:
         )
         self.state.goal_reference = incumbent.row.id
         self.best_ns = self._own_best()
+        self._see_incumbent(incumbent)
         while True:
             take_messages(
                 self.paths,
@@ -256,7 +257,8 @@ class ResearchAgent:
                 self._note_best(result.geomean_ns)
             if record.decision != Decision.REJECTED:
                 self.changes.passed(self.store, candidate.id, result.geomean_ns)
-                self._profile(candidate, result, incumbent)
+                worst = worst_spec(result.spec_means_ns, incumbent.spec_means_ns)
+                self._profile(candidate, worst, why="a beam entry, where it trails most")
         elif result.passed and record.comparison is not None:
             record.decision = Decision.NOT_PROMISING
             margin = f"{record.comparison.margin:.0%}"
@@ -491,11 +493,12 @@ class ResearchAgent:
             )
         return full
 
-    def _profile(self, candidate: Candidate, full: StageResult, incumbent: Incumbent) -> None:
-        """Profile a beam entry on the spec where it trails the incumbent most: the agent's eyes."""
+    def _profile(self, candidate: Candidate, index: int, why: str) -> None:
+        """Profile `candidate` on benchmark `index`: the agent's eyes, and the stage shares the
+        tuner weighs knobs by when it next starts from that candidate."""
         self.heartbeat.update(detail="profiling")
         path = self.paths.work(self.name) / f"{candidate.id}.py"
-        index = worst_spec(full.spec_means_ns, incumbent.spec_means_ns)
+        path.write_text(candidate.source)
         started = time.monotonic()
         result = profile_candidate(
             path,
@@ -522,8 +525,25 @@ class ResearchAgent:
             }
         )
         self.log.write(
-            f"it {self.iteration}: profiled {candidate.id} on spec {index} in {seconds:.1f} s"
+            f"it {self.iteration}: profiled {candidate.id} ({why}) on spec {index} "
+            f"in {seconds:.1f} s"
         )
+
+    def _see_incumbent(self, incumbent: Incumbent) -> None:
+        """The incumbent's profile in this agent's pane from its start, and its stage shares for
+        the tuner's first proposals: in a CPU session the pane said "no profile yet" through
+        every iteration whose candidate missed the beam. The first agent to start profiles it
+        on its slowest spec; the others, and restarts, show the stored profile."""
+        if self.paths.profile(self.name).exists():
+            return
+        with file_lock(self.paths.root / "incumbent-profile.lock"):  # one profile, not one each
+            stored = [p for p in self.store.profiles(incumbent.row.id) if p.ok]
+            if stored:
+                summary = ProfileSummary.from_dict(stored[-1].summary)
+                write_latest(summary, self.paths.profile(self.name))
+                return
+            slowest = worst_spec(incumbent.spec_means_ns, {})
+            self._profile(incumbent.row, slowest, why="the incumbent, on its slowest spec")
 
     def _store_stage(self, candidate_id: str, result: StageResult) -> None:
         result.store(self.store, candidate_id, self.name, self.iteration)

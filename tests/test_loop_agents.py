@@ -72,6 +72,11 @@ def test_two_tuner_agents_record_every_evaluation_once_and_promotion_commits_onc
     assert evaluated_ids == stored & own
     seeded = {c.id for c in store.candidates() if c.agent == "workspace"}
     assert stored - own <= seeded  # the seeded incumbent, re-timed for a fair quick stage
+    # The incumbent is profiled once, though both agents began at once, and each shows it.
+    (seen,) = [p for c in seeded for p in store.profiles(c)]
+    assert seen.ok and all(paths.profile(name).exists() for name in ("a1", "a2"))
+    first = next(e for e in iteration_events(paths, "a1") if e["iteration"] == 1)
+    assert "(the parent's profile: " in first["hypothesis"]  # the tuner saw where time goes
     # A human promotion of the best candidate: revalidated, then exactly one commit with figures.
     repo = git.Repo(paths.root.parent.parent)
     before = repo.head.commit.hexsha
