@@ -15,6 +15,7 @@ from qrsup.agents.evaluation import Evaluator
 from qrsup.agents.promotion import promote
 from qrsup.agents.records import read_events
 from qrsup.agents.session import AgentSpec, RunPaths, load_session
+from qrsup.agents.spaces import BlockedWySpace
 from qrsup.agents.store import Store
 from qrsup.kernels.suites import get_suite
 from qrsup.supervisor.fleet import Fleet
@@ -117,7 +118,9 @@ def test_steering_sent_during_an_evaluation_is_taken_once_at_the_next_boundary(t
     assert [r.id for r in store.steering("a1")] == [message.id]
     assert inbox.pending(paths.inbox("a1")) == []
     second = next(e for e in iteration_events(paths, "a1") if e["iteration"] == 2)
-    assert "steered: all.panel_width=16" in second["hypothesis"]
+    assert "panel_width" in second["hypothesis"] and "(steered" in second["hypothesis"]
+    steered = store.candidate(second["candidate_id"])
+    assert BlockedWySpace().read(steered.source)["all.panel_width"] == 16
     store.close()
 
 
