@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from qrsup.agents.spaces import Point
 
 _VALUE = r"([\w.\-\"']+)"
-_ARROW = r"\s*(?:→|->|\s+to\s+)\s*"
+_THEN = r"(?:\s*(→|->|\s+to\s+)\s*" + _VALUE + ")?"
 _SEPARATOR = r"\s*(?:=|:|→|->|\s+to\s+|\s+from\s+)\s*"
 
 
@@ -69,7 +69,10 @@ def _pins(text: str, choices: Mapping[str, tuple[object, ...]]) -> tuple[Point, 
     pins: Point = {}
     unknown: list[str] = []
     for name, knobs in [*short.items(), *((k, [k]) for k in choices if "." in k)]:
-        for raw in _values_after(name, text):
+        for raws in _values_after(name, text):
+            raw = next(
+                (r for r in raws if any(_coerce(r, choices[k]) is not None for k in knobs)), raws[0]
+            )
             taken = {k: v for k in knobs if (v := _coerce(raw, choices[k])) is not None}
             pins.update(taken)
             if not taken:
@@ -78,10 +81,25 @@ def _pins(text: str, choices: Mapping[str, tuple[object, ...]]) -> tuple[Point, 
     return pins, unknown
 
 
-def _values_after(name: str, text: str) -> list[str]:
-    """The raw value each mention of knob `name` gives it; the one after an arrow if two."""
-    pattern = rf"(?<![\w.]){re.escape(name)}(?![\w.]){_SEPARATOR}{_VALUE}(?:{_ARROW}{_VALUE})?"
-    return [(then or first).strip("\"'").rstrip(".,") for first, then in re.findall(pattern, text)]
+def _values_after(name: str, text: str) -> list[tuple[str, ...]]:
+    """The raw values each mention of knob `name` may give it, the likelier first: after an
+    arrow, the value it points to alone (`32 → 64`); after "to", that value, else the one before
+    it, since "panel_width=64 to see" is prose."""
+    pattern = rf"(?<![\w.]){re.escape(name)}(?![\w.]){_SEPARATOR}{_VALUE}{_THEN}"
+    found = []
+    for first, arrow, then in re.findall(pattern, text):
+        first, then = _clean(first), _clean(then)
+        if not arrow:
+            found.append((first,))
+        elif arrow.strip() == "to":
+            found.append((then, first))
+        else:
+            found.append((then,))
+    return found
+
+
+def _clean(raw: str) -> str:
+    return raw.strip("\"'").rstrip(".,")
 
 
 def _coerce(raw: str, values: tuple[object, ...]) -> object | None:

@@ -28,6 +28,7 @@ BLOCKED = BlockedWySpace().choices()
         "all.panel_width: 32 -> 64",
         "move panel_width from 32 to 64",
         'panel_width="64"',
+        "panel_width=64 to see what the panels do",
     ],
 )
 def test_each_form_a_person_writes_pins_the_value_it_ends_on(text):
@@ -48,6 +49,12 @@ def test_a_value_the_knob_does_not_take_is_named_with_the_values_it_does():
     assert read.pins == {}
     assert "ignores panel_width=65: not one of its values (4, 8, 12" in read.transcript
     assert "takes nothing" not in read.transcript
+
+
+def test_a_value_an_arrow_points_to_is_the_one_weighed_even_when_not_allowed():
+    read = read_steering(["all.panel_width: 32 → 65", "update_chunk=0 to 32"], [], BLOCKED)
+    assert read.pins == {"all.update_chunk": 32}
+    assert "ignores all.panel_width=65" in read.transcript
 
 
 def test_a_full_name_overrides_the_short_name_for_its_class_alone():
