@@ -497,8 +497,7 @@ class ResearchAgent:
         """Profile `candidate` on benchmark `index`: the agent's eyes, and the stage shares the
         tuner weighs knobs by when it next starts from that candidate."""
         self.heartbeat.update(detail="profiling")
-        path = self.paths.work(self.name) / f"{candidate.id}.py"
-        path.write_text(candidate.source)
+        path = self._source_file(candidate)
         started = time.monotonic()
         result = profile_candidate(
             path,
@@ -529,6 +528,13 @@ class ResearchAgent:
             f"in {seconds:.1f} s"
         )
 
+    def _source_file(self, row: Candidate) -> Path:
+        """`row`'s source, written afresh where this agent's judge runs read it: the store's
+        copy is the one judged, whatever the work directory holds now."""
+        path = self.paths.work(self.name) / f"{row.id}.py"
+        path.write_text(row.source)
+        return path
+
     def _see_incumbent(self, incumbent: Incumbent) -> None:
         """The incumbent's profile in this agent's pane from its start, and its stage shares for
         the tuner's first proposals: in a CPU session the pane said "no profile yet" through
@@ -542,7 +548,8 @@ class ResearchAgent:
                 summary = ProfileSummary.from_dict(stored[-1].summary)
                 write_latest(summary, self.paths.profile(self.name))
                 return
-            slowest = worst_spec(incumbent.spec_means_ns, {})
+            means = incumbent.spec_means_ns
+            slowest = max(means, key=means.__getitem__, default=0)
             self._profile(incumbent.row, slowest, why="the incumbent, on its slowest spec")
 
     def _store_stage(self, candidate_id: str, result: StageResult) -> None:
@@ -572,8 +579,7 @@ class ResearchAgent:
             age = self.store.evaluations_since(self.name, timed[-1].id)
             if age <= self.session.incumbent_refresh:
                 return timed[-1].spec_means_ns, age
-        path = self.paths.work(self.name) / f"{incumbent.row.id}.py"
-        path.write_text(incumbent.row.source)
+        path = self._source_file(incumbent.row)
         self.heartbeat.update(detail="re-timing the incumbent")
         result = self.evaluator.reference(path, self._progress("incumbent"))
         self._store_stage(incumbent.row.id, result)

@@ -53,18 +53,18 @@ def steer(fleet: Fleet, agent: str, text: str) -> ActionResult:
     if not text.strip():
         return ActionResult(False, "steering text is empty")
     message = fleet.send(agent, "steer", text.strip())
+    spec = next(s for s in fleet.session.agents if s.name == agent)
     return ActionResult(
         True,
         f"steering for {agent} queued ({message.id}); taken at its next boundary"
-        + "".join(f"; the tuner {note}" for note in _tuner_notes(fleet, agent, text.strip())),
+        + "".join(f"; the tuner {note}" for note in _tuner_notes(spec, text.strip())),
     )
 
 
-def _tuner_notes(fleet: Fleet, agent: str, text: str) -> tuple[str, ...]:
+def _tuner_notes(spec: AgentSpec, text: str) -> tuple[str, ...]:
     """What a tuner agent will take from `text`, said at once: a steer it cannot read would
     otherwise be found out only in the agent's log, an evaluation later."""
-    spec = next((s for s in fleet.session.agents if s.name == agent), None)
-    if spec is None or spec.proposer != "tuner" or spec.family not in FAMILIES:
+    if spec.proposer != "tuner" or spec.family not in FAMILIES:
         return ()
     return read_steering([text], [], space_for(spec.family, REPO_ROOT).choices()).notes
 
@@ -74,12 +74,13 @@ def broadcast(fleet: Fleet, text: str) -> ActionResult:
     the receipt says what the tuner agents will take from it, once per distinct reading."""
     if not text.strip():
         return ActionResult(False, "steering text is empty")
-    names = fleet.names()
+    specs = fleet.session.agents
+    names = [spec.name for spec in specs]
     readings: dict[tuple[str, ...], list[str]] = {}
-    for name in names:
-        fleet.send(name, "steer", text.strip(), sender="human (broadcast)")
-        if notes := _tuner_notes(fleet, name, text.strip()):
-            readings.setdefault(notes, []).append(name)
+    for spec in specs:
+        fleet.send(spec.name, "steer", text.strip(), sender="human (broadcast)")
+        if notes := _tuner_notes(spec, text.strip()):
+            readings.setdefault(notes, []).append(spec.name)
     said = "".join(
         f"; the tuner of {', '.join(agents)} {'; '.join(notes)}"
         for notes, agents in readings.items()
