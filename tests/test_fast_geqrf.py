@@ -279,7 +279,7 @@ def test_register_caps_reach_the_launches_they_hold(
     capped = seen()
     assert {(512, None, 96), (128, None, None), (None, 16, 128), (None, 64, None)} <= capped
     assert all(cap in (96, 128, None) for *_, cap in capped)
-    _launch_on_meta(640, 512, update_max_registers=168)
+    _launch_on_meta(640, 512, update_max_registers=168, inner_update_max_registers=0)
     assert {(None, 16, None), (None, 64, 168), (512, None, None)} <= seen()
     _launch_on_meta(40, 352, update_max_registers=168)  # look-ahead launches: update and panel
     lookahead = seen()
