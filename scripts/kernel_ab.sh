@@ -7,8 +7,10 @@
 # The device's copy has none of this machine's history, so REV's kernels/fast travels as a
 # git-ignored folder: `rm -rf .kernel_before && mkdir .kernel_before && git archive REV
 # kernels/fast | tar -x -C .kernel_before`, then carry .kernel_before (and .whl).
-# Usage: kernel_ab.sh OUT [PROFILE_ARGS...]; PROFILE_ARGS go to both profiles (e.g. --shape
-# 640x512). Results come back packed in OUT/results.tgz.
+# Usage: [AB_PROFILES=0] [AB_BENCH=0] kernel_ab.sh OUT [PROFILE_ARGS...]; PROFILE_ARGS go to both
+# profiles and both timings (e.g. --shape 640x512). AB_PROFILES=0 skips the per-step profiles
+# (about 100 s of a call at four shapes) and AB_BENCH=0 the bench (about 80 s), for a call on
+# little device time. Results come back packed in OUT/results.tgz.
 set -uo pipefail
 out=${1:?output directory}
 shift
@@ -25,9 +27,11 @@ use "$before"
 # A machine just started runs its first minute at lower clocks (a cold "before" read 640×512 at
 # 9.9 ms against 6.4 warm): one discarded profile first.
 step warm_up 90 python scripts/launch_profile.py --shape 640x512
-step profile_before 150 python scripts/launch_profile.py "$@"
-use "$after"
-step profile_after 150 python scripts/launch_profile.py "$@"
+if [ "${AB_PROFILES:-1}" != 0 ]; then
+  step profile_before 150 python scripts/launch_profile.py "$@"
+  use "$after"
+  step profile_after 150 python scripts/launch_profile.py "$@"
+fi
 # Drift between rounds was as large as a small change (2026-12-04: 640×512 before 6.376, then
 # 6.274 ms): the sides alternate, and each is read twice.
 for round in 1 2; do
@@ -35,9 +39,10 @@ for round in 1 2; do
   use "$after" && step "time_after_$round" 120 python scripts/measure_check_finite.py "$@"
 done
 step test_fast 180 "${qrsup[@]}" test kernels/candidates/fast_geqrf.py --suite qr_v2 --json "$out/test_fast.json"
-step bench_fast 150 "${qrsup[@]}" bench kernels/candidates/fast_geqrf.py --suite qr_v2 --baseline --json "$out/bench_fast.json"
+[ "${AB_BENCH:-1}" != 0 ] && step bench_fast 150 "${qrsup[@]}" bench kernels/candidates/fast_geqrf.py --suite qr_v2 --baseline --json "$out/bench_fast.json"
 cat "$out/env.txt" "$out/steps.txt" "$out/kernel_diff.txt"
-paste -d '|' <(cut -c1-62 "$out/profile_before.txt") <(cut -c1-62 "$out/profile_after.txt") | tail -n 60
+[ -f "$out/profile_after.txt" ] && paste -d '|' <(cut -c1-62 "$out/profile_before.txt") \
+  <(cut -c1-62 "$out/profile_after.txt") | tail -n 60
 tail -n 20 "$out"/time_*.txt
 tail -n 4 "$out/test_fast.txt"
-tail -n 22 "$out/bench_fast.txt"
+[ -f "$out/bench_fast.txt" ] && tail -n 22 "$out/bench_fast.txt"

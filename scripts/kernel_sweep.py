@@ -73,6 +73,8 @@ PER_THREAD = [{"panel_elems_per_thread": e} for e in (16, 32, 64, 128)]
 UNROLL = {"panel_unroll": True}
 # One pipeline stage and a register cap: the 64-reflector updates of n = 512 and 1024 at 3 an SM.
 CAPPED_ONE_STAGE = {**STAGES_1, "update_max_registers": 168, "inner_update_max_registers": 128}
+# The row-split Vᵀ·C as (Cᵀ·V)ᵀ: BN along the product's M, a warpgroup MMA instead of mma.sync.
+W_BY_COLUMNS = {"update_w_by_columns": True}
 
 # Knob changes tried per shape class, each against the class's shipped point. Every class with a
 # relaxed precision lists SAFE (3×TF32 everywhere) so that some variant passes with margin.
@@ -164,6 +166,7 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         *PER_THREAD,
     ],
     "medium-1024": [
+        W_BY_COLUMNS,
         # Eager launches, the point before graph replay: ~200 launches and panel copies a call
         # left 60×1024 host-bound at 5.7–15.4 ms from one run to the next.
         {"graph": False},
@@ -205,6 +208,7 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         *PER_THREAD,
     ],
     "large": [
+        W_BY_COLUMNS,
         UNROLL,
         COLUMN_MAJOR,
         {**COLUMN_MAJOR, "update_library": "triton"},
@@ -235,6 +239,7 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         *PER_THREAD,
     ],
     "huge": [
+        W_BY_COLUMNS,
         COLUMN_MAJOR,
         CUBLAS,
         STAGES_1,

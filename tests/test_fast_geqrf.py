@@ -722,6 +722,35 @@ def test_two_pass_leaves_row_split_and_library_updates_their_launches(tmp_path: 
         assert plan.w_width >= max((op.dot_width for op in updates if op.passes_w), default=0)
 
 
+def test_row_split_sum_by_columns_passes_and_matches_the_sum_by_reflectors(
+    tmp_path: Path, nan_poisoned_empty: None
+) -> None:
+    """(Cᵀ·V)ᵀ (`update_w_by_columns`) holds the same 3×TF32 terms as Vᵀ·C with the operands'
+    roles swapped: the gates pass and, in the interpreter, the factors match the sum by
+    reflectors. 70 rows leave partial row and column tiles, and the first update reads A."""
+    spec = Spec(batch=3, n=70, cond=2, case="mixed", seed=19)
+    knobs = {**TWO_PASS, "update_split_below": 65536, "update_w_by_columns": True}
+    _assert_path_passes_and_matches_its_launches(
+        tmp_path,
+        knobs,
+        "update_w_by_columns",
+        lambda op: isinstance(op, UpdateOp) and op.slab_rows > 0,
+        spec,
+    )
+
+
+def test_row_split_sum_by_columns_reaches_only_the_w_launches(
+    launches: list[tuple[str, dict[str, object]]],
+) -> None:
+    """The knob is a constexpr of the row-split Vᵀ·C kernel, at both of its values, and of no
+    other kernel."""
+    for by_columns in (True, False):
+        _launch_on_meta(2, 300, update_split_below=65536, update_w_by_columns=by_columns)
+        taking = {(name, kw["BY_COLUMNS"]) for name, kw in launches if "BY_COLUMNS" in kw}
+        assert taking == {("qr_update_w_kernel", by_columns)}
+        launches.clear()
+
+
 @pytest.mark.parametrize(
     "knobs",
     [

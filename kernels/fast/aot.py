@@ -43,6 +43,7 @@ L2_HINTS = {"update_l2_hints": True}  # the fused updates with their L2 policies
 BLOCK = {"block_launch": True}  # a block's panels, inner updates and T join in one launch
 TWO_PASS = {"update_two_pass": True, "inner_update_two_pass": True}  # W, then V·W per tile
 COLUMN_MAJOR = {"column_major": True}  # H by columns: every kernel sees unit row strides
+W_BY_COLUMNS = {"update_w_by_columns": True}  # the row-split Vᵀ·C summed as (Cᵀ·V)ᵀ
 # maxnreg on the launches: every kind of register cap at once
 CAPS = {"panel_max_registers": 96, "inner_update_max_registers": 128, "update_max_registers": 168}
 # The reflector steps unrolled: only for the two smallest classes, the others' unrolled panels
@@ -164,7 +165,8 @@ def _specialize(value: object) -> tuple[str, bool]:
 def plans_to_compile(config: Config) -> list[Plan]:
     """One qr_v2 benchmark shape per shape class, under its class's shipped point, with
     look-ahead, with the update's L2 policies, with block launches, with two-pass updates, with H
-    column-major, with register caps and with row-split panels; the first also on the fused
+    column-major, with register caps, with the row-split Vᵀ·C by columns and with row-split
+    panels; the first also on the fused
     path, whose compiles take seconds each, and the first two with unrolled panels."""
     shapes: dict[str, tuple[int, int]] = {}
     for spec in get_suite("qr_v2").benchmarks:
@@ -173,7 +175,8 @@ def plans_to_compile(config: Config) -> list[Plan]:
     for i, (batch, n) in enumerate(shapes.values()):
         shipped = config.for_shape(batch, n)
         variants = ((FUSED,) if i == 0 else (SPLIT_PANELS,)) + ((UNROLL,) if i < 2 else ())
-        for changes in ({}, LOOKAHEAD, L2_HINTS, BLOCK, TWO_PASS, COLUMN_MAJOR, CAPS, *variants):
+        every = (LOOKAHEAD, L2_HINTS, BLOCK, TWO_PASS, COLUMN_MAJOR, CAPS, W_BY_COLUMNS)
+        for changes in ({}, *every, *variants):
             plan = make_plan(batch, n, dataclasses.replace(shipped, **changes))
             if plan is not None:
                 plans.append(plan)

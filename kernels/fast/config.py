@@ -138,6 +138,10 @@ class ShapeConfig:
     """Tell L2 what the fused update reads again (V, and C until its second walk: kept) and
     what it does not (C's second read and its stores: evicted first), so the matrices passing
     through the update do not evict the reflectors their neighbours share (update.py)."""
+    update_w_by_columns: bool
+    """Sum the row-split update's Vᵀ·C as (Cᵀ·V)ᵀ, so that the product's M is the column block
+    BN rather than the panel's 16 or 32 reflectors: at BN ≥ 64 sm_90 runs it as a warpgroup
+    MMA (update_split.py)."""
 
     def matches(self, batch: int, n: int) -> bool:
         """Whether a batch × n × n input belongs to this class."""

@@ -219,7 +219,8 @@ def _update(src: torch.Tensor, plan: Plan, op: UpdateOp, out: Buffers) -> None:
         slabs = triton.cdiv(plan.n - op.col, op.slab_rows)
         qr_update_w_kernel[(plan.batch, col_blocks, slabs)](
             src, h, w, out.amax, *span, op.slab_rows, *src.stride(), *h.stride(),
-            w.stride(0), w.stride(1), num_stages=shape.update_stages, **tiles,
+            w.stride(0), w.stride(1), num_stages=shape.update_stages,
+            BY_COLUMNS=shape.update_w_by_columns, **tiles,
         )  # fmt: skip
     else:
         qr_update_kernel[(plan.batch * col_blocks,)](

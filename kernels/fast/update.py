@@ -135,12 +135,58 @@ def update_columns(
     MIRROR: tl.constexpr,
 ):
     """C ← C − V·(Tᵀ·(Vᵀ·C)) on BN columns, walking rows [col0, n) twice; shared by the fused
-    update programs and the whole-matrix program."""
-    k = tl.arange(0, NBP)
+    update programs and the whole-matrix program. Only the column block that holds the next
+    panel's columns mirrors them: the others run a second walk without the mirror's store, whose
+    change of register layout goes through shared memory on every row step even when masked off
+    (the walk is bound by shared memory)."""
     w = project_columns(
         src, dst, t, t_sr, n, col0, nb, cols, c_end, scale_in, src_sr, src_sc, dst_sr, dst_sc,
         NBP, BM, BN, PRECISION, KEEP,
     )  # fmt: skip
+    mirrored = False
+    if MIRROR:
+        mirrored = tl.min(cols, axis=0) < mirror_end
+    if mirrored:
+        apply_columns(
+            w, src, dst, n, col0, nb, cols, c_end, scale_in, scale_out, src_sr, src_sc, dst_sr,
+            dst_sc, NBP, BM, APPLY_PRECISION, KEEP, ONCE, mirror, mirror_sr, mirror_end, True,
+        )  # fmt: skip
+    else:
+        apply_columns(
+            w, src, dst, n, col0, nb, cols, c_end, scale_in, scale_out, src_sr, src_sc, dst_sr,
+            dst_sc, NBP, BM, APPLY_PRECISION, KEEP, ONCE, mirror, mirror_sr, mirror_end, False,
+        )  # fmt: skip
+
+
+@triton.jit
+def apply_columns(
+    w,  # Tᵀ·(Vᵀ·C), NBP × BN
+    src,
+    dst,
+    n,
+    col0,
+    nb,
+    cols,
+    c_end,
+    scale_in,
+    scale_out,
+    src_sr,
+    src_sc,
+    dst_sr,
+    dst_sc,
+    NBP: tl.constexpr,
+    BM: tl.constexpr,
+    APPLY_PRECISION: tl.constexpr,
+    KEEP: tl.constexpr,
+    ONCE: tl.constexpr,
+    mirror,
+    mirror_sr,
+    mirror_end,
+    MIRROR: tl.constexpr,
+):
+    """C − V·W on BN columns: the second walk down rows [col0, n), the half of an update that
+    writes."""
+    k = tl.arange(0, NBP)
     unscale = 1.0 / scale_out  # a power of two: exact
     below = triangle_end(col0, NBP, BM)
     # Two loops, as in project_columns; only rows above the triangle's end can be final R.

@@ -40,8 +40,13 @@ def qr_update_w_kernel(
     BM: tl.constexpr,
     BN: tl.constexpr,
     PRECISION: tl.constexpr,
+    BY_COLUMNS: tl.constexpr,  # `update_w_by_columns`: (Cᵀ·V)ᵀ, the columns of C along M
 ):
-    """Grid (batch, column blocks, row slabs): one slab's share of Vᵀ·C, added atomically."""
+    """Grid (batch, column blocks, row slabs): one slab's share of Vᵀ·C, added atomically.
+    Vᵀ·C puts NBP (16 or 32) along the product's M, below the 64 rows that sm_90's warpgroup
+    MMA takes, so it runs as mma.sync with its fp32 operands read from shared memory one word
+    at a time; Cᵀ·V puts BN there instead (sm_90, Triton 3.6, 2 × 4096's launch: 128 scalar
+    shared loads a row step → 64, 140 registers → 94)."""
     b = tl.program_id(0).to(tl.int64)
     cols = c_start + tl.program_id(1) * BN + tl.arange(0, BN)
     first = col0 + tl.program_id(2) * slab_rows
@@ -50,12 +55,18 @@ def qr_update_w_kernel(
     dst = dst_ptr + b * dst_sb
     scale_in = tl.where(col0 == 0, scale_for(tl.load(amax_ptr + b)), 1.0)
     w = tl.zeros((NBP, BN), tl.float32)
+    wt = tl.zeros((BN, NBP), tl.float32)
     for r0 in range(first, tl.minimum(first + slab_rows, n), BM):
         rows = r0 + tl.arange(0, BM)
         v = load_v(dst, rows, k, n, col0, nb, dst_sr, dst_sc, "")  # BM × NBP
         mask = (rows[:, None] < n) & (cols[None, :] < c_end)
         c = tl.load(src + rows[:, None] * src_sr + cols[None, :] * src_sc, mask=mask, other=0.0)
-        w += product(tl.trans(v), c * scale_in, PRECISION)
+        if BY_COLUMNS:
+            wt += product(tl.trans(c * scale_in), v, PRECISION)
+        else:
+            w += product(tl.trans(v), c * scale_in, PRECISION)
+    if BY_COLUMNS:
+        w = tl.trans(wt)
     wmask = (k[:, None] < nb) & (cols[None, :] < c_end)
     tl.atomic_add(w_ptr + b * w_sb + k[:, None] * w_sr + cols[None, :], w, mask=wmask)
 
