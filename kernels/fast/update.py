@@ -160,32 +160,12 @@ def update_columns(
 
 @triton.jit
 def apply_columns(
-    w,  # Tᵀ·(Vᵀ·C), NBP × BN
-    src,
-    dst,
-    n,
-    col0,
-    nb,
-    cols,
-    c_end,
-    scale_in,
-    scale_out,
-    src_sr,
-    src_sc,
-    dst_sr,
-    dst_sc,
-    NBP: tl.constexpr,
-    BM: tl.constexpr,
-    APPLY_PRECISION: tl.constexpr,
-    KEEP: tl.constexpr,
-    ONCE: tl.constexpr,
-    mirror,
-    mirror_sr,
-    mirror_end,
-    MIRROR: tl.constexpr,
-):
-    """C − V·W on BN columns: the second walk down rows [col0, n), the half of an update that
-    writes."""
+    w, src, dst, n, col0, nb, cols, c_end, scale_in, scale_out, src_sr, src_sc, dst_sr, dst_sc,
+    NBP: tl.constexpr, BM: tl.constexpr, APPLY_PRECISION: tl.constexpr, KEEP: tl.constexpr,
+    ONCE: tl.constexpr, mirror, mirror_sr, mirror_end, MIRROR: tl.constexpr,
+):  # fmt: skip
+    """C − V·W on BN columns, W being Tᵀ·(Vᵀ·C) (NBP × BN): the second walk down rows [col0, n),
+    the half of an update that writes."""
     k = tl.arange(0, NBP)
     unscale = 1.0 / scale_out  # a power of two: exact
     below = triangle_end(col0, NBP, BM)
