@@ -166,8 +166,8 @@ def plans_to_compile(config: Config) -> list[Plan]:
     """One qr_v2 benchmark shape per shape class, under its class's shipped point, with
     look-ahead, with the update's L2 policies, with block launches, with two-pass updates, with H
     column-major, with register caps, with the row-split Vᵀ·C by columns and with row-split
-    panels; the first also on the fused
-    path, whose compiles take seconds each, and the first two with unrolled panels."""
+    panels; the first also on the fused path, whose compiles take seconds each, and the first
+    two with unrolled panels."""
     shapes: dict[str, tuple[int, int]] = {}
     for spec in get_suite("qr_v2").benchmarks:
         shapes.setdefault(config.for_shape(spec.batch, spec.n).name, (spec.batch, spec.n))

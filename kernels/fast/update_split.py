@@ -54,8 +54,10 @@ def qr_update_w_kernel(
     src = src_ptr + b * src_sb
     dst = dst_ptr + b * dst_sb
     scale_in = tl.where(col0 == 0, scale_for(tl.load(amax_ptr + b)), 1.0)
-    w = tl.zeros((NBP, BN), tl.float32)
-    wt = tl.zeros((BN, NBP), tl.float32)
+    if BY_COLUMNS:
+        wt = tl.zeros((BN, NBP), tl.float32)
+    else:
+        w = tl.zeros((NBP, BN), tl.float32)
     for r0 in range(first, tl.minimum(first + slab_rows, n), BM):
         rows = r0 + tl.arange(0, BM)
         v = load_v(dst, rows, k, n, col0, nb, dst_sr, dst_sc, "")  # BM × NBP
