@@ -75,6 +75,10 @@ UNROLL = {"panel_unroll": True}
 CAPPED_ONE_STAGE = {**STAGES_1, "update_max_registers": 168, "inner_update_max_registers": 128}
 # The row-split Vᵀ·C as (Cᵀ·V)ᵀ: BN along the product's M, a warpgroup MMA instead of mma.sync.
 W_BY_COLUMNS = {"update_w_by_columns": True}
+# The fused update's second walk loads C steps ahead, as it loads V: trailing, inner, or both.
+AHEAD = {"update_apply_ahead": True}
+INNER_AHEAD = {"inner_update_apply_ahead": True}
+BOTH_AHEAD = {**AHEAD, **INNER_AHEAD}
 
 # Knob changes tried per shape class, each against the class's shipped point. Every class with a
 # relaxed precision lists SAFE (3×TF32 everywhere) so that some variant passes with margin.
@@ -105,6 +109,10 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         STAGES_1,
     ],
     "medium": [
+        AHEAD,
+        INNER_AHEAD,
+        BOTH_AHEAD,
+        {**BOTH_AHEAD, "update_stages": 3},
         {"graph": True},
         UNROLL,
         # The 512-row panels take 128 registers: 528 of 640 programs fit at once, so two rounds.
@@ -166,7 +174,11 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         *PER_THREAD,
     ],
     "medium-1024": [
+        AHEAD,
+        {**AHEAD, "update_stages": 3},
         W_BY_COLUMNS,
+        # At BN = 32 the product's M is below the warpgroup MMA's 64: only BN = 64 gets it.
+        {**W_BY_COLUMNS, "inner_update_block_n": 64},
         # Eager launches, the point before graph replay: ~200 launches and panel copies a call
         # left 60×1024 host-bound at 5.7–15.4 ms from one run to the next.
         {"graph": False},

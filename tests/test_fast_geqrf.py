@@ -704,6 +704,47 @@ def test_two_pass_updates_pass_and_match_the_one_program_updates(
     )
 
 
+@pytest.mark.parametrize("knob", ["update_apply_ahead", "inner_update_apply_ahead"])
+def test_apply_ahead_passes_and_matches_the_second_walk_loaded_in_step(
+    tmp_path: Path, knob: str, nan_poisoned_empty: None
+) -> None:
+    """Loading the second walk's C steps ahead moves a load, not the arithmetic: the gates pass
+    and, in the interpreter, the factors are the same. 70 rows leave partial row and column
+    tiles, and the mixed batch's first update reads A."""
+    spec = Spec(batch=3, n=70, cond=2, case="mixed", seed=23)
+    inner = knob.startswith("inner")
+
+    def is_its_op(op: Op) -> bool:
+        return isinstance(op, UpdateOp) and op.apply_ahead and (op.c_end - op.col <= 32) == inner
+
+    _assert_path_passes_and_matches_its_launches(
+        tmp_path, {**TWO_PASS, knob: True}, knob, is_its_op, spec
+    )
+
+
+def test_apply_ahead_reaches_only_the_one_program_updates_of_its_kind(
+    launches: list[tuple[str, dict[str, object]]],
+) -> None:
+    """At 640 × 512 the 64-reflector updates take `update_apply_ahead` as their launch's stage
+    count, the 16-reflector ones inside a block `inner_update_apply_ahead`; an update that
+    splits rows or runs in two passes has no second walk to load ahead."""
+
+    def stages() -> set[tuple[object, object]]:
+        found = {(kw["NBP"], kw["APPLY_STAGES"]) for _, kw in launches if "APPLY_STAGES" in kw}
+        assert {name for name, kw in launches if "APPLY_STAGES" in kw} <= {"qr_update_kernel"}
+        launches.clear()
+        return found
+
+    _launch_on_meta(640, 512, update_apply_ahead=True, update_stages=3)
+    assert stages() == {(64, 3), (16, None)}
+    _launch_on_meta(640, 512, inner_update_apply_ahead=True)
+    assert stages() == {(64, None), (16, 2)}
+    _launch_on_meta(640, 512, update_apply_ahead=True, update_two_pass=True)
+    assert stages() == {(16, None)}
+    _launch_on_meta(2, 300, update_apply_ahead=True, update_split_below=65536)
+    assert stages() == set()
+
+
 def test_two_pass_leaves_row_split_and_library_updates_their_launches(tmp_path: Path) -> None:
     """Two passes replace only the one-program update: an update that splits rows or runs in
     cuBLAS keeps its launches, and no block launch or look-ahead swallows a two-pass update."""

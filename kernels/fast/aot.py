@@ -44,6 +44,7 @@ BLOCK = {"block_launch": True}  # a block's panels, inner updates and T join in 
 TWO_PASS = {"update_two_pass": True, "inner_update_two_pass": True}  # W, then V·W per tile
 COLUMN_MAJOR = {"column_major": True}  # H by columns: every kernel sees unit row strides
 W_BY_COLUMNS = {"update_w_by_columns": True}  # the row-split Vᵀ·C summed as (Cᵀ·V)ᵀ
+APPLY_AHEAD = {"update_apply_ahead": True, "inner_update_apply_ahead": True}  # C's second walk
 # maxnreg on the launches: every kind of register cap at once
 CAPS = {"panel_max_registers": 96, "inner_update_max_registers": 128, "update_max_registers": 168}
 # The reflector steps unrolled: only for the two smallest classes, the others' unrolled panels
@@ -165,9 +166,9 @@ def _specialize(value: object) -> tuple[str, bool]:
 def plans_to_compile(config: Config) -> list[Plan]:
     """One qr_v2 benchmark shape per shape class, under its class's shipped point, with
     look-ahead, with the update's L2 policies, with block launches, with two-pass updates, with H
-    column-major, with register caps, with the row-split Vᵀ·C by columns and with row-split
-    panels; the first also on the fused path, whose compiles take seconds each, and the first
-    two with unrolled panels."""
+    column-major, with register caps, with the row-split Vᵀ·C by columns, with the second walk's
+    C loaded ahead (with and without the caps) and with row-split panels; the first also on the
+    fused path, whose compiles take seconds each, and the first two with unrolled panels."""
     shapes: dict[str, tuple[int, int]] = {}
     for spec in get_suite("qr_v2").benchmarks:
         shapes.setdefault(config.for_shape(spec.batch, spec.n).name, (spec.batch, spec.n))
@@ -176,6 +177,7 @@ def plans_to_compile(config: Config) -> list[Plan]:
         shipped = config.for_shape(batch, n)
         variants = ((FUSED,) if i == 0 else (SPLIT_PANELS,)) + ((UNROLL,) if i < 2 else ())
         every = (LOOKAHEAD, L2_HINTS, BLOCK, TWO_PASS, COLUMN_MAJOR, CAPS, W_BY_COLUMNS)
+        every += (APPLY_AHEAD, {**APPLY_AHEAD, **CAPS})
         for changes in ({}, *every, *variants):
             plan = make_plan(batch, n, dataclasses.replace(shipped, **changes))
             if plan is not None:

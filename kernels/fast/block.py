@@ -79,13 +79,13 @@ def qr_block_kernel(
             cols = c0 + tl.arange(0, BN)
             if j0 == 0:  # those columns are still A's
                 update_columns(
-                    src, h, t_panel, t_sr, n, j0, NB, cols, k1, scale, scale, src_sr, src_sc,
-                    h_sr, h_sc, NBP, BM, BN, PRECISION, APPLY_PRECISION, "", "", h, 0, 0, False,
+                    src, h, t_panel, t_sr, n, j0, NB, cols, k1, scale, scale, src_sr, src_sc, h_sr,
+                    h_sc, NBP, BM, BN, PRECISION, APPLY_PRECISION, "", "", h, 0, 0, False, None,
                 )  # fmt: skip
             else:
                 update_columns(
                     h, h, t_panel, t_sr, n, j0, NB, cols, k1, 1.0, scale, h_sr, h_sc, h_sr,
-                    h_sc, NBP, BM, BN, PRECISION, APPLY_PRECISION, "", "", h, 0, 0, False,
+                    h_sc, NBP, BM, BN, PRECISION, APPLY_PRECISION, "", "", h, 0, 0, False, None,
                 )  # fmt: skip
         tl.debug_barrier()
     join_t(h, t, n, col0, k1 - col0, NB, h_sr, h_sc, t_sr, t, 0, KBP, BM, T_PRECISION, False)

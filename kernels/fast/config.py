@@ -88,6 +88,13 @@ class ShapeConfig:
     """Register cap per thread of the updates inside a block (0: ptxas decides). At 640 × 512
     a 16-reflector update takes 182–187 registers, so 2 programs share an SM; at 128 (no
     spill with Triton 3.6) 4 do, within the 36 KB of shared memory each takes."""
+    update_apply_ahead: bool
+    """Load C for the fused trailing update's second walk `update_stages` row steps ahead, into
+    shared memory, as V already is: that load feeds no product, so without this Triton loads it
+    in the step that uses it (update.py's apply_columns). At 640 × 512's 64-reflector update it
+    takes 98 → 112 KB of shared memory a program, which still lets 2 share an SM."""
+    inner_update_apply_ahead: bool
+    """The same for the fused updates inside a block."""
     update_stages: int
     """Software-pipelining depth of the update's row loops."""
     update_split_below: int

@@ -223,9 +223,11 @@ def _update(src: torch.Tensor, plan: Plan, op: UpdateOp, out: Buffers) -> None:
             BY_COLUMNS=shape.update_w_by_columns, **tiles,
         )  # fmt: skip
     else:
+        ahead = shape.update_stages if op.apply_ahead else None
         qr_update_kernel[(plan.batch * col_blocks,)](
             src, h, t, out.amax, *span, *src.stride(), *h.stride(), t.stride(0), t.stride(1),
             num_stages=shape.update_stages, **tiles, **apply, **hints, **mirror,
+            APPLY_STAGES=ahead,
         )  # fmt: skip
         return
     row_blocks = triton.cdiv(plan.n - op.col, op.block_m)

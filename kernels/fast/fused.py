@@ -133,7 +133,7 @@ def qr_fused_kernel(
                     cols = c0 + tl.arange(0, BN)
                     update_columns(
                         h, h, t_panel, KBP, n, j0, NB, cols, k1, 1.0, 1.0, h_sr, 1, h_sr, 1,
-                        NBP, BM, BN, PRECISION, APPLY_PRECISION, "", "", h, 0, 0, False,
+                        NBP, BM, BN, PRECISION, APPLY_PRECISION, "", "", h, 0, 0, False, None,
                     )  # fmt: skip
                 tl.debug_barrier()
         if k1 < n:  # the trailing matrix takes the whole block's reflectors once
@@ -144,7 +144,7 @@ def qr_fused_kernel(
                 cols = c0 + tl.arange(0, BN)
                 update_columns(
                     h, h, t, KBP, n, k0, k1 - k0, cols, n, 1.0, 1.0, h_sr, 1, h_sr, 1, KBP, BM,
-                    BN, PRECISION, APPLY_PRECISION, "", "", h, 0, 0, False,
+                    BN, PRECISION, APPLY_PRECISION, "", "", h, 0, 0, False, None,
                 )  # fmt: skip
             tl.debug_barrier()
 

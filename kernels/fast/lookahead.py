@@ -67,7 +67,7 @@ def qr_lookahead_kernel(
         panel_cols = pcol + tl.arange(0, PNBP)
         update_columns(
             src, h, t, t_sr, n, col0, nb, panel_cols, p_end, scale_in, scale, src_sr, src_sc, h_sr,
-            h_sc, NBP, BM, PNBP, PRECISION, APPLY_PRECISION, "", "", h, 0, 0, False,
+            h_sc, NBP, BM, PNBP, PRECISION, APPLY_PRECISION, "", "", h, 0, 0, False, None,
         )  # fmt: skip
         tl.debug_barrier()
         m = n - pcol
@@ -84,5 +84,5 @@ def qr_lookahead_kernel(
         rest_cols = pcol + PNB + (j - 1) * BN + tl.arange(0, BN)
         update_columns(
             src, h, t, t_sr, n, col0, nb, rest_cols, c_end, scale_in, scale, src_sr, src_sc, h_sr,
-            h_sc, NBP, BM, BN, PRECISION, APPLY_PRECISION, "", "", h, 0, 0, False,
+            h_sc, NBP, BM, BN, PRECISION, APPLY_PRECISION, "", "", h, 0, 0, False, None,
         )  # fmt: skip

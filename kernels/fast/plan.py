@@ -128,6 +128,8 @@ class UpdateOp:
     copy (column-major H only; update.py's store_mirror)."""
     max_registers: int = 0
     """maxnreg of its launches (0: ptxas decides): the class's cap for its kind of update."""
+    apply_ahead: bool = False
+    """Its one-program launch loads C's second walk ahead, as V's (update.py's apply_columns)."""
 
     @property
     def passes_w(self) -> bool:
@@ -492,14 +494,19 @@ def _update(
     if inner:
         bm, bn = shape.inner_update_block_m, shape.inner_update_block_n
         warps, two_pass = shape.inner_update_warps, shape.inner_update_two_pass
-        cap = shape.inner_update_max_registers
+        cap, ahead = shape.inner_update_max_registers, shape.inner_update_apply_ahead
     else:
         bm, bn, warps = shape.update_block_m, shape.update_block_n, shape.update_warps
         two_pass, cap = shape.update_two_pass, shape.update_max_registers
+        ahead = shape.update_apply_ahead
     col_blocks = -(-(c_end - c_start) // bn)
     slab_rows = 0
     if not library and batch * col_blocks < shape.update_split_below:
         slab_rows = -(-max(shape.update_split_rows, bm) // bm) * bm
     two_pass = two_pass and not (library or slab_rows)
     span = (col, nb, dot_width(nb), t_offset, c_start, c_end)
-    return UpdateOp(*span, slab_rows, bm, bn, warps, slot, library, two_pass, max_registers=cap)
+    ahead = ahead and not (library or slab_rows or two_pass)
+    return UpdateOp(
+        *span, slab_rows, bm, bn, warps, slot, library, two_pass, max_registers=cap,
+        apply_ahead=ahead,
+    )  # fmt: skip

@@ -133,6 +133,7 @@ def update_columns(
     mirror_sr,
     mirror_end,  # columns below this are also stored there: the next panel's
     MIRROR: tl.constexpr,
+    APPLY_STAGES: tl.constexpr,  # the second walk's pipeline depth (None: only V's loads ahead)
 ):
     """C ← C − V·(Tᵀ·(Vᵀ·C)) on BN columns, walking rows [col0, n) twice; shared by the fused
     update programs and the whole-matrix program. Only the column block that holds the next
@@ -150,11 +151,13 @@ def update_columns(
         apply_columns(
             w, src, dst, n, col0, nb, cols, c_end, scale_in, scale_out, src_sr, src_sc, dst_sr,
             dst_sc, NBP, BM, APPLY_PRECISION, KEEP, ONCE, mirror, mirror_sr, mirror_end, True,
+            APPLY_STAGES,
         )  # fmt: skip
     else:
         apply_columns(
             w, src, dst, n, col0, nb, cols, c_end, scale_in, scale_out, src_sr, src_sc, dst_sr,
             dst_sc, NBP, BM, APPLY_PRECISION, KEEP, ONCE, mirror, mirror_sr, mirror_end, False,
+            APPLY_STAGES,
         )  # fmt: skip
 
 
@@ -163,9 +166,12 @@ def apply_columns(
     w, src, dst, n, col0, nb, cols, c_end, scale_in, scale_out, src_sr, src_sc, dst_sr, dst_sc,
     NBP: tl.constexpr, BM: tl.constexpr, APPLY_PRECISION: tl.constexpr, KEEP: tl.constexpr,
     ONCE: tl.constexpr, mirror, mirror_sr, mirror_end, MIRROR: tl.constexpr,
+    APPLY_STAGES: tl.constexpr,
 ):  # fmt: skip
     """C − V·W on BN columns, W being Tᵀ·(Vᵀ·C) (NBP × BN): the second walk down rows [col0, n),
-    the half of an update that writes."""
+    the half of an update that writes. Its C feeds no product, so Triton's pipeliner leaves
+    that load in the loop unless the loop names its depth (APPLY_STAGES): then C, like V, is
+    copied into shared memory steps ahead, for 16 KB more a program at BM = BN = 64."""
     k = tl.arange(0, NBP)
     unscale = 1.0 / scale_out  # a power of two: exact
     below = triangle_end(col0, NBP, BM)
@@ -178,7 +184,7 @@ def apply_columns(
         c = tl.where(rows[:, None] < col0 + nb, c * unscale, c)
         store_rows(c, dst, mirror, rows, cols, n, c_end, dst_sr, dst_sc, mirror_sr, mirror_end,
                    MIRROR, ONCE)  # fmt: skip
-    for r0 in range(below, n, BM):
+    for r0 in tl.range(below, n, BM, num_stages=APPLY_STAGES):
         rows = r0 + tl.arange(0, BM)
         v = load_v_below(dst, rows, k, n, col0, nb, dst_sr, dst_sc, KEEP)
         c = apply_rows(v, w, src, rows, cols, n, c_end, scale_in, src_sr, src_sc, APPLY_PRECISION,
@@ -250,6 +256,7 @@ def qr_update_kernel(
     mirror_sr,
     mirror_end,
     MIRROR: tl.constexpr,
+    APPLY_STAGES: tl.constexpr,  # `update_apply_ahead`: the launch's stages, else None
 ):
     """Grid (batch × column blocks,), a matrix's column blocks adjacent: apply the panel's block
     reflector to BN trailing columns. Programs that run side by side then share one matrix's V
@@ -264,6 +271,7 @@ def qr_update_kernel(
         src_ptr + b * src_sb, dst_ptr + b * dst_sb, t_ptr + b * t_sb, t_sr, n, col0, nb, cols,
         c_end, scale_in, scale, src_sr, src_sc, dst_sr, dst_sc, NBP, BM, BN, PRECISION,
         APPLY_PRECISION, KEEP, ONCE, mirror_ptr + b * mirror_sb, mirror_sr, mirror_end, MIRROR,
+        APPLY_STAGES,
     )  # fmt: skip
 
 
