@@ -270,8 +270,8 @@ def run_triton_update(h: torch.Tensor, t: torch.Tensor, bn: int, amax: torch.Ten
     qr_update_kernel[(batch * triton.cdiv(n - NBP, bn),)](
         h, h, t, amax, n, 0, NBP, NBP, n, *h.stride(), *h.stride(), t.stride(0), t.stride(1),
         NBP=NBP, BM=BM, BN=bn, PRECISION="tf32x3", APPLY_PRECISION="tf32x3", KEEP="", ONCE="",
-        mirror_ptr=h, mirror_sb=0, mirror_sr=0, mirror_end=0, MIRROR=False, num_warps=4,
-        num_stages=2,
+        mirror_ptr=h, mirror_sb=0, mirror_sr=0, mirror_end=0, MIRROR=False, APPLY_STAGES=None,
+        num_warps=4, num_stages=2,
     )  # fmt: skip
 
 

@@ -114,6 +114,7 @@ def main() -> None:
                     **kwargs,
                     **l2_hints(hints),
                     **mirror_kwargs(dst),
+                    APPLY_STAGES=None,
                 )
                 attempt(f"{label} {layout}{' L2 hints' if hints else ''}", update, report)
             if args.first_walk:

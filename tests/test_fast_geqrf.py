@@ -354,7 +354,7 @@ def test_update_kernel_matches_the_reference_block_reflector(hints: bool, precis
     qr_update_kernel[(batch * col_blocks,)](
         h, h, t.contiguous(), amax, n, col, nb, col + nb, n, *h.stride(), *h.stride(), nb * nb, nb,
         NBP=16, BM=16, BN=16, PRECISION=precision, APPLY_PRECISION=precision, **l2_hints(hints),
-        **mirror_kwargs(h),
+        **mirror_kwargs(h), APPLY_STAGES=None,
     )  # fmt: skip
     expected = blocked_wy.apply_block_reflector_t(v, t, a[:, col:, col + nb :])
     assert torch.allclose(h[:, col:, col + nb :], expected, atol=1e-4)
