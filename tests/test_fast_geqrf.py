@@ -686,36 +686,27 @@ def test_block_launch_leaves_blocks_that_split_rows_to_their_launches(tmp_path: 
 TWO_PASS = {**LOOKAHEAD, "lookahead": False}
 
 
-@pytest.mark.parametrize("knob", ["update_two_pass", "inner_update_two_pass"])
-def test_two_pass_updates_pass_and_match_the_one_program_updates(
-    tmp_path: Path, knob: str, nan_poisoned_empty: None
+@pytest.mark.parametrize(
+    ("knob", "flag"),
+    [
+        ("update_two_pass", "two_pass"),
+        ("inner_update_two_pass", "two_pass"),
+        ("update_apply_ahead", "apply_ahead"),
+        ("inner_update_apply_ahead", "apply_ahead"),
+    ],
+)
+def test_update_variants_pass_and_match_the_one_program_walks(
+    tmp_path: Path, knob: str, flag: str, nan_poisoned_empty: None
 ) -> None:
-    """W handed between two launches (Tᵀ·Vᵀ·C, then V·W a tile at a time) is the same
-    arithmetic as one program walking the rows twice: the same factors in the interpreter. 70
-    rows leave partial row and column tiles, and the mixed batch's first update reads A."""
+    """W handed between two launches (Tᵀ·Vᵀ·C, then V·W a tile at a time), or the second walk's
+    C loaded steps ahead, is the same arithmetic as one program walking the rows twice: the
+    gates pass and, in the interpreter, the factors are the same. 70 rows leave partial row and
+    column tiles, and the mixed batch's first update reads A."""
     spec = Spec(batch=3, n=70, cond=2, case="mixed", seed=17)
     inner = knob.startswith("inner")
 
     def is_its_op(op: Op) -> bool:
-        return isinstance(op, UpdateOp) and op.two_pass and (op.c_end - op.col <= 32) == inner
-
-    _assert_path_passes_and_matches_its_launches(
-        tmp_path, {**TWO_PASS, knob: True}, knob, is_its_op, spec
-    )
-
-
-@pytest.mark.parametrize("knob", ["update_apply_ahead", "inner_update_apply_ahead"])
-def test_apply_ahead_passes_and_matches_the_second_walk_loaded_in_step(
-    tmp_path: Path, knob: str, nan_poisoned_empty: None
-) -> None:
-    """Loading the second walk's C steps ahead moves a load, not the arithmetic: the gates pass
-    and, in the interpreter, the factors are the same. 70 rows leave partial row and column
-    tiles, and the mixed batch's first update reads A."""
-    spec = Spec(batch=3, n=70, cond=2, case="mixed", seed=23)
-    inner = knob.startswith("inner")
-
-    def is_its_op(op: Op) -> bool:
-        return isinstance(op, UpdateOp) and op.apply_ahead and (op.c_end - op.col <= 32) == inner
+        return isinstance(op, UpdateOp) and getattr(op, flag) and (op.c_end - op.col <= 32) == inner
 
     _assert_path_passes_and_matches_its_launches(
         tmp_path, {**TWO_PASS, knob: True}, knob, is_its_op, spec
