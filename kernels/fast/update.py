@@ -139,7 +139,7 @@ def update_columns(
     update programs and the whole-matrix program. Only the column block that holds the next
     panel's columns mirrors them: the others run a second walk without the mirror's store, whose
     change of register layout goes through shared memory on every row step even when masked off
-    (the walk is bound by shared memory)."""
+    (640×512: −0.8% to −2.0% on an H100, docs/benchmarks.md)."""
     w = project_columns(
         src, dst, t, t_sr, n, col0, nb, cols, c_end, scale_in, src_sr, src_sc, dst_sr, dst_sc,
         NBP, BM, BN, PRECISION, KEEP,
