@@ -84,6 +84,7 @@ BOTH_AHEAD = {**AHEAD, **INNER_AHEAD}
 # relaxed precision lists SAFE (3×TF32 everywhere) so that some variant passes with margin.
 VARIANTS: dict[str, list[dict[str, object]]] = {
     "single-panel": [
+        {"path": "warp"},  # one warp per matrix, a column a lane (warp_qr.py)
         {"graph": True},
         UNROLL,
         {**UNROLL, "panel_elems_per_thread": 64},  # two warps, each step half as long a thread

@@ -36,11 +36,12 @@ from qrsup.kernels.fast.plan import (
     SplitPanelOp,
     TFactorOp,
     UpdateOp,
+    WarpOp,
     make_plan,
     next_pow2,
 )
 from qrsup.kernels.fast.products import split_tf32
-from qrsup.kernels.fast.single_launch import single_panel
+from qrsup.kernels.fast.single_launch import PanelLaunch, WarpLaunch, single_launch
 from qrsup.kernels.fast.tfactor import qr_gram_kernel, qr_tfactor_kernel
 from qrsup.kernels.fast.update import qr_update_kernel
 from qrsup.kernels.generators import generate_input
@@ -173,13 +174,13 @@ def test_exactly_zero_columns_get_tau_exactly_zero() -> None:
 
 
 def _assert_rescales_exactly(
-    solve: Callable[..., tuple[torch.Tensor, torch.Tensor]], magnitude: float
+    solve: Callable[..., tuple[torch.Tensor, torch.Tensor]], magnitude: float, n: int = 40
 ) -> None:
     """`solve` on a matrix times `magnitude` finds its factors bit for bit, R scaled by
     `magnitude`. The magnitudes are powers of two, so the scaled input is exact and the prescale
     must undo it exactly (a decimal magnitude rounds the input: with 1e30, τ moved by up to
     1.5e-5 over 200 random matrices, against an allowed 2–3e-5, which a worse draw exceeds)."""
-    base = torch.randn(2, 40, 40, generator=torch.Generator().manual_seed(7)).to(DEVICE)
+    base = torch.randn(2, n, n, generator=torch.Generator().manual_seed(7)).to(DEVICE)
     h_ref, tau_ref = solve(base)
     h, tau = solve(base * magnitude)
     _assert_passes(base * magnitude, h, tau)
@@ -454,11 +455,12 @@ def test_graph_replay_gives_fresh_outputs_equal_to_eager(tmp_path: Path) -> None
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-def test_single_panel_launch_equals_the_plans_launch_for_any_layout() -> None:
+@pytest.mark.parametrize("path", ["blocked", "warp"])
+def test_single_launch_equals_the_plans_launch_for_any_layout(tmp_path: Path, path: str) -> None:
     """The dispatch-free launch keeps one compiled kernel per layout: a transposed input and a
     misaligned one (a view one float in) must each get their own, every call fresh outputs, and
     the NaN check each call's own |A|max."""
-    solver = FastGeqrf(load_config(DEFAULT_CONFIGS))
+    solver = _solver_with(tmp_path, path=path)
     base = torch.randn(20 * 32 * 32 + 1, device="cuda")
     layouts = [
         torch.randn(20, 32, 32, device="cuda"),
@@ -467,7 +469,7 @@ def test_single_panel_launch_equals_the_plans_launch_for_any_layout() -> None:
     ]
     for a in layouts:
         plan = make_plan(20, 32, solver.config.for_arch(90).for_shape(20, 32))
-        assert plan is not None and single_panel(plan) is not None
+        assert plan is not None and single_launch(plan) is not None
         expected = Buffers.allocate(a, plan)
         run_plan(a, plan, expected)
         first, second = solver(a, check_finite=False), solver(a)
@@ -482,12 +484,16 @@ def test_single_panel_launch_equals_the_plans_launch_for_any_layout() -> None:
     _assert_passes(layouts[0], *solver(layouts[0]))
 
 
-def test_only_a_one_panel_plan_is_launched_directly() -> None:
+def test_only_a_one_launch_plan_is_launched_directly() -> None:
     config = load_config(DEFAULT_CONFIGS)
     one = make_plan(20, 32, config.for_shape(20, 32))
+    warp = make_plan(20, 32, dataclasses.replace(config.for_shape(20, 32), path="warp"))
     several = make_plan(40, 176, config.for_shape(40, 176))
-    assert one is not None and several is not None
-    assert single_panel(one) is one.ops[0] and single_panel(several) is None
+    assert one is not None and warp is not None and several is not None
+    panel_launch, warp_launch = single_launch(one), single_launch(warp)
+    assert isinstance(panel_launch, PanelLaunch) and panel_launch.op is one.ops[0]
+    assert isinstance(warp_launch, WarpLaunch) and warp_launch.op is warp.ops[0]
+    assert single_launch(several) is None
 
 
 FUSED = {"path": "fused", "block_width": 16, "panel_width": 8, "fused_warps": 2}
@@ -513,6 +519,45 @@ def test_fused_path_passes_awkward_sizes(
     h, tau = solver(a)
     assert h.shape == (batch, n, n) and tau.shape == (batch, n)
     _assert_passes(a, h, tau)
+
+
+WARP = {"path": "warp"}
+
+
+@pytest.mark.parametrize("case", [*CASES, "mixed"])
+def test_warp_path_passes_every_input_case(
+    tmp_path: Path, case: str, nan_poisoned_empty: None
+) -> None:
+    solver = _solver_with(tmp_path, **WARP)
+    a = generate_input(Spec(batch=3, n=32, cond=2, case=case, seed=7), device=DEVICE)
+    _assert_passes(a, *solver(a))
+
+
+@pytest.mark.parametrize(("batch", "n"), [(1, 1), (2, 2), (5, 3), (1, 17), (3, 32), (2, 33)])
+def test_warp_path_matches_torch_geqrf_and_hands_larger_n_to_the_blocked_launches(
+    tmp_path: Path, batch: int, n: int, nan_poisoned_empty: None
+) -> None:
+    solver = _solver_with(tmp_path, **WARP)
+    plan = make_plan(batch, n, solver.config.for_shape(batch, n))
+    assert plan is not None and isinstance(plan.ops[0], WarpOp) == (n <= 32)
+    a = torch.randn(batch, n, n, device=DEVICE).mT  # any strides
+    h, tau = solver(a)
+    _assert_passes(a, h, tau)
+    h_ref, tau_ref = torch.geqrf(a.cpu())
+    assert torch.allclose(tau.cpu(), tau_ref, atol=1e-5)
+    assert torch.allclose(h.cpu(), h_ref, atol=1e-4)
+
+
+@pytest.mark.parametrize("magnitude", [2.0**-100, 2.0**100])
+def test_warp_path_rescales_extreme_magnitudes_exactly(tmp_path: Path, magnitude: float) -> None:
+    _assert_rescales_exactly(_solver_with(tmp_path, **WARP), magnitude, n=32)
+
+
+def test_warp_path_flags_non_finite_input(tmp_path: Path) -> None:
+    a = torch.randn(3, 32, 32, device=DEVICE)
+    a[1, 30, 2] = float("inf")
+    with pytest.raises(NonFiniteInputError):
+        _solver_with(tmp_path, **WARP)(a)
 
 
 @pytest.mark.parametrize(

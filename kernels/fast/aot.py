@@ -27,6 +27,7 @@ import torch
 import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
+from triton.experimental.gluon._runtime import GluonASTSource
 
 from ..judge.processes import die_with_parent, forks_die_with_parent
 from ..suites import get_suite
@@ -38,6 +39,8 @@ SM90 = GPUTarget("cuda", 90, 32)
 SM90_SHARED_BYTES = 232448  # the most shared memory one H100/H200 program can have (227 KiB)
 LOOKAHEAD = {"lookahead": True, "update_split_below": 0}  # every fused update gets a look-ahead
 FUSED = {"path": "fused"}  # where one panel spans n rows; else make_plan falls back to blocked
+WARP = {"path": "warp"}  # a Gluon kernel, where n ≤ 32
+INTERPRETED = "_interpreted"  # the name ending of a Gluon kernel's twin for the CPU
 SPLIT_PANELS = {"panel_split_rows": 256}  # plans change only where a panel has over 256 rows
 L2_HINTS = {"update_l2_hints": True}  # the fused updates with their L2 policies
 BLOCK = {"block_launch": True}  # a block's panels, inner updates and T join in one launch
@@ -103,10 +106,12 @@ def _describe(plan: Plan) -> str:
 
 
 def driver_kernels() -> dict[str, triton.JITFunction]:
-    """The kernels driver.py launches, by name (none where TRITON_INTERPRET made them
-    interpreted functions)."""
+    """The kernels driver.py launches on a GPU, by name (none where TRITON_INTERPRET made them
+    interpreted functions); a Gluon kernel's interpretable twin runs on the CPU only."""
     return {
-        name: value for name, value in vars(driver).items() if isinstance(value, triton.JITFunction)
+        name: value
+        for name, value in vars(driver).items()
+        if isinstance(value, triton.JITFunction) and not name.endswith(INTERPRETED)
     }
 
 
@@ -123,7 +128,8 @@ def record_launches(plan: Plan) -> list[Launch]:
 def compile_launch(launch: Launch, target: GPUTarget = SM90) -> triton.compiler.CompiledKernel:
     """Compile one launch for `target`, specialized as Triton's JIT would specialize it."""
     signature, constexprs, attrs, options = _compile_inputs(launch)
-    source = ASTSource(fn=launch.kernel, signature=signature, constexprs=constexprs, attrs=attrs)
+    source_kind = GluonASTSource if launch.kernel.is_gluon() else ASTSource
+    source = source_kind(fn=launch.kernel, signature=signature, constexprs=constexprs, attrs=attrs)
     return triton.compile(source, target=target, options=options)
 
 
@@ -168,14 +174,15 @@ def plans_to_compile(config: Config) -> list[Plan]:
     look-ahead, with the update's L2 policies, with block launches, with two-pass updates, with H
     column-major, with register caps, with the row-split Vᵀ·C by columns, with the second walk's
     C loaded ahead (with and without the caps) and with row-split panels; the first also on the
-    fused path, whose compiles take seconds each, and the first two with unrolled panels."""
+    fused and warp paths (the fused path's compiles take seconds each), and the first two with
+    unrolled panels."""
     shapes: dict[str, tuple[int, int]] = {}
     for spec in get_suite("qr_v2").benchmarks:
         shapes.setdefault(config.for_shape(spec.batch, spec.n).name, (spec.batch, spec.n))
     plans = []
     for i, (batch, n) in enumerate(shapes.values()):
         shipped = config.for_shape(batch, n)
-        variants = ((FUSED,) if i == 0 else (SPLIT_PANELS,)) + ((UNROLL,) if i < 2 else ())
+        variants = ((FUSED, WARP) if i == 0 else (SPLIT_PANELS,)) + ((UNROLL,) if i < 2 else ())
         every = (LOOKAHEAD, L2_HINTS, BLOCK, TWO_PASS, COLUMN_MAJOR, CAPS, W_BY_COLUMNS)
         every += (APPLY_AHEAD, {**APPLY_AHEAD, **CAPS})
         for changes in ({}, *every, *variants):

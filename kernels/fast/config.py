@@ -116,7 +116,9 @@ class ShapeConfig:
     """Rows per program of the T join's VᵀV, summed over row slabs in parallel (0: one program)."""
     path: str
     """Algorithm: "blocked" launches every panel, T join and update; "fused" runs one program
-    per matrix that does them all (the matrix must fit its register budget as one panel column)."""
+    per matrix that does them all (the matrix must fit its register budget as one panel column);
+    "warp" factors each matrix of n ≤ 32 in one warp, a column a lane. Shapes a path cannot take
+    get the blocked launches."""
     fused_warps: int
     """Warps of the fused path's program, which runs every stage of one matrix."""
     graph: bool
@@ -158,7 +160,7 @@ class ShapeConfig:
 
 
 PRECISIONS = ("ieee", "tf32x3", "tf32")
-PATHS = ("blocked", "fused")
+PATHS = ("blocked", "fused", "warp")
 UPDATE_LIBRARIES = ("triton", "cublas")
 _CHOICES = {
     "update_library": UPDATE_LIBRARIES,

@@ -1,5 +1,5 @@
 """Launch sequence of one factorization: prescale, then the plan's panel, T and update launches
-(or the fused path's single launch)."""
+(or the fused or warp path's single launch)."""
 
 from __future__ import annotations
 
@@ -26,12 +26,14 @@ from .plan import (
     SplitPanelOp,
     TFactorOp,
     UpdateOp,
+    WarpOp,
     dot_width,
 )
 from .scale import qr_amax_kernel
 from .tfactor import qr_gram_kernel, qr_tfactor_kernel
 from .update import qr_update_kernel, qr_update_tw_kernel
 from .update_split import qr_update_apply_kernel, qr_update_w_kernel
+from .warp_qr import qr_warp_kernel, qr_warp_kernel_interpreted, warp_arguments
 
 AMAX_BLOCK_R = 32
 AMAX_BLOCK_C = 128
@@ -84,6 +86,12 @@ def run_plan(a: torch.Tensor, plan: Plan, out: Buffers) -> None:
     first = plan.ops[0]
     if isinstance(first, FusedOp):
         _fused(a, plan, first, out)
+        return
+    if isinstance(first, WarpOp):
+        # Gluon compiles for GPUs only: the CPU's interpreter runs the same steps in Triton.
+        kernel = qr_warp_kernel_interpreted if a.device.type == "cpu" else qr_warp_kernel
+        args = warp_arguments(a, out.h, out.tau, out.amax, plan.n)
+        kernel[(plan.batch,)](*args, N=first.block, num_warps=1)
         return
     if not (len(plan.ops) == 1 and isinstance(first, PanelOp)):  # a lone panel scales itself
         prescale(a, plan, out)

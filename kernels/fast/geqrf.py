@@ -12,7 +12,7 @@ from .driver import Buffers, run_plan
 from .graphs import GraphCache
 from .interpret import patch_scalar_index
 from .plan import Plan, make_plan
-from .single_launch import SinglePanelLaunch, single_panel
+from .single_launch import SingleLaunch, single_launch
 
 
 class NonFiniteInputError(ValueError):
@@ -26,7 +26,7 @@ class FastGeqrf:
         self.config = config
         self._graphs = GraphCache()
         # Per (device, batch, n): the plan, and its dispatch-free launch where it has one.
-        self._plans: dict[tuple[int, int, int], tuple[Plan | None, SinglePanelLaunch | None]] = {}
+        self._plans: dict[tuple[int, int, int], tuple[Plan | None, SingleLaunch | None]] = {}
 
     def __call__(
         self, a: torch.Tensor, *, check_finite: bool = True
@@ -56,17 +56,17 @@ class FastGeqrf:
 
     def _plan(
         self, device_index: int, batch: int, n: int
-    ) -> tuple[Plan | None, SinglePanelLaunch | None]:
+    ) -> tuple[Plan | None, SingleLaunch | None]:
         """The plan of one shape on one device (-1: the CPU), from its architecture's configs,
-        and on a GPU the dispatch-free launch of a one-panel plan (single_launch.py; such a plan
+        and on a GPU the dispatch-free launch of a one-launch plan (single_launch.py; such a plan
         has no launches for a CUDA graph to gather, so its `graph` setting is moot), made once:
         small shapes pay for every host microsecond."""
         key = (device_index, batch, n)
         if key not in self._plans:
             shape = self.config.for_arch(_arch(device_index)).for_shape(batch, n)
             plan = make_plan(batch, n, shape)
-            op = single_panel(plan) if plan is not None and device_index >= 0 else None
-            self._plans[key] = (plan, SinglePanelLaunch(plan, op) if plan and op else None)
+            on_gpu = plan is not None and device_index >= 0
+            self._plans[key] = (plan, single_launch(plan) if on_gpu else None)
         return self._plans[key]
 
 

@@ -44,6 +44,7 @@ DOT_MIN = 16  # tl.dot needs every dimension ≥ 16
 # time (aot.py, whose check covers the largest tile allowed), 1024×16 and 512×32 ask 197 632 and
 # 200 704 bytes.
 SPLIT_SHARED_BYTES = 232_448
+WARP_MAX_N = 32  # the warp path's columns: one a lane
 SPLIT_SHARED_BYTES_PER_ELEM = 12
 
 
@@ -218,7 +219,19 @@ class FusedOp:
     warps: int
 
 
-Op = PanelOp | SplitPanelOp | UpdateOp | TFactorOp | OuterJoinOp | FusedOp | LookaheadOp | BlockOp
+@dataclass(frozen=True)
+class WarpOp:
+    """The whole factorization of n ≤ 32 in one warp per matrix, lane c holding column c
+    (warp_qr.py)."""
+
+    block: int
+    """Side of the register tile: n's next power of two."""
+
+
+Op = (
+    PanelOp | SplitPanelOp | UpdateOp | TFactorOp | OuterJoinOp | FusedOp | LookaheadOp | BlockOp
+    | WarpOp
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -270,13 +283,15 @@ def dot_width(width: int) -> int:
 def make_plan(batch: int, n: int, shape: ShapeConfig) -> Plan | None:
     """The launches for batch × n × n under `shape`; None when no panel fits the register budget.
 
-    The fused path takes a shape where a panel spanning all n rows fits the register budget;
-    larger shapes of a fused class get the blocked launches.
+    The fused path takes a shape where a panel spanning all n rows fits the register budget,
+    the warp path one of n ≤ 32; other shapes of their classes get the blocked launches.
     """
     if shape.path == "fused":
         nb = _panel_width(n, shape)
         if nb is not None:
             return _fused_plan(batch, n, nb, shape)
+    if shape.path == "warp" and n <= WARP_MAX_N:
+        return Plan(batch, n, (WarpOp(next_pow2(n)),), DOT_MIN, 0, 0, shape)
     ops: list[Op] = []
     col = block = 0
     while col < n:

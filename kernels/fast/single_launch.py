@@ -1,4 +1,4 @@
-"""A one-launch plan (a single panel: n ≤ the panel width) launched without Triton's dispatch.
+"""A one-launch plan (a single panel, or the warp path: n ≤ 32) launched without Triton's dispatch.
 
 At 20×32 the factorization is one panel launch of 27 µs on an H200, and a call through Triton's
 dispatch or a CUDA graph's replay (input copy, replay, two output copies) took 44–54 µs: the host
@@ -10,7 +10,7 @@ Triton specializes a launch on its integer arguments' values and its pointers' a
 argument but A's is fixed for one plan (fresh outputs of one shape, scratch made once), so a
 compiled kernel is kept per A's strides, A's alignment and the device.
 
-T, which nothing reads after a single panel, and |A|max, which the call reads back at once or not
+A single panel's T, which nothing reads, and |A|max, which the call reads back at once or not
 at all, live in scratch made once per layout: each allocation is host time in a call that the
 host already paces. Calls of one solver on one shape must therefore not overlap on the device, as
 for its CUDA graphs.
@@ -18,53 +18,123 @@ for its CUDA graphs.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 import torch
 
 from .panel import qr_panel_kernel
-from .plan import PanelOp, Plan
+from .plan import PanelOp, Plan, WarpOp
+from .warp_qr import qr_warp_kernel, warp_arguments
 
 ALIGNMENT_BYTES = 16  # what Triton's pointer specialization looks at
 
 
-def single_panel(plan: Plan) -> PanelOp | None:
-    """The plan's one launch, where it is one panel (which then scales itself)."""
-    if len(plan.ops) == 1 and isinstance(plan.ops[0], PanelOp):
-        return plan.ops[0]
+def single_launch(plan: Plan) -> SingleLaunch | None:
+    """The dispatch-free launch of a plan that is one launch (a panel, which then scales itself,
+    or the warp path's); None for any other plan."""
+    if len(plan.ops) == 1:
+        op = plan.ops[0]
+        if isinstance(op, PanelOp):
+            return PanelLaunch(plan, op)
+        if isinstance(op, WarpOp):
+            return WarpLaunch(plan, op)
     return None
 
 
-class SinglePanelLaunch:
-    """One plan's panel kernel, compiled per input layout, launched straight from the host."""
+class SingleLaunch(ABC):
+    """One plan's kernel, compiled per input layout, launched straight from the host."""
 
-    def __init__(self, plan: Plan, op: PanelOp) -> None:
-        self.plan, self.op = plan, op
-        # Per layout: the compiled kernel, then T's and |A|max's scratch.
-        self._compiled: dict[tuple[object, ...], tuple[object, torch.Tensor, torch.Tensor]] = {}
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+        # Per layout: the compiled kernel and the scratch its launches share.
+        self._compiled: dict[tuple[object, ...], tuple[object, tuple[torch.Tensor, ...]]] = {}
 
     def __call__(self, a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(H, τ, |A|max) of `a`, a CUDA tensor of the plan's shape; |A|max is scratch that the
         next call on this layout overwrites."""
-        plan, op = self.plan, self.op
+        plan = self.plan
         h = torch.empty((plan.batch, plan.n, plan.n), dtype=a.dtype, device=a.device)
         tau = torch.empty((plan.batch, plan.n), dtype=a.dtype, device=a.device)
         key = (a.get_device(), a.stride(), a.data_ptr() % ALIGNMENT_BYTES)
         entry = self._compiled.get(key)
+        scratch = self._scratch(a) if entry is None else entry[1]
+        args = self._arguments(a, h, tau, scratch)
         if entry is None:
-            t, amax = a.new_empty((plan.batch, plan.t_width, plan.t_width)), a.new_empty(plan.batch)
-        else:
-            t, amax = entry[1:]
-        args = (
-            a, h, tau, t, amax, plan.n, 0, *a.stride(), *h.stride(), tau.stride(0),
-            t.stride(0), t.stride(1),
-        )  # fmt: skip
-        pair, unroll = plan.shape.panel_pair_reduce, plan.shape.panel_unroll
-        if entry is None:
-            kernel = qr_panel_kernel[(plan.batch,)](
-                *args, BLOCK_M=op.block_m, NB=op.nb, SELF_SCALE=True, PAIR_REDUCE=pair,
-                UNROLL=unroll, num_warps=op.warps, maxnreg=op.max_registers or None,
-            )  # fmt: skip
-            self._compiled[key] = (kernel, t, amax)
+            self._compiled[key] = (self._first_launch(args), scratch)
         else:
             # Every parameter in order, constexprs too, as Triton's own launch passes them.
-            entry[0][(plan.batch, 1, 1)](*args, op.block_m, op.nb, True, pair, unroll)
-        return h, tau, amax
+            entry[0][(plan.batch, 1, 1)](*args, *self._constexprs())
+        return h, tau, scratch[-1]
+
+    @abstractmethod
+    def _scratch(self, a: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """Scratch of one layout's launches, |A|max last."""
+
+    @abstractmethod
+    def _arguments(
+        self, a: torch.Tensor, h: torch.Tensor, tau: torch.Tensor, scratch: tuple[torch.Tensor, ...]
+    ) -> tuple[object, ...]:
+        """The kernel's arguments up to its constexprs."""
+
+    @abstractmethod
+    def _first_launch(self, args: tuple[object, ...]) -> object:
+        """Launch through Triton's dispatch, which compiles; the compiled kernel."""
+
+    @abstractmethod
+    def _constexprs(self) -> tuple[object, ...]:
+        """The kernel's constexpr values, in order."""
+
+
+class PanelLaunch(SingleLaunch):
+    """A lone panel (panel.py), which finds |A|max itself and forms no T."""
+
+    def __init__(self, plan: Plan, op: PanelOp) -> None:
+        super().__init__(plan)
+        self.op = op
+
+    def _scratch(self, a: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        plan = self.plan
+        return a.new_empty((plan.batch, plan.t_width, plan.t_width)), a.new_empty(plan.batch)
+
+    def _arguments(
+        self, a: torch.Tensor, h: torch.Tensor, tau: torch.Tensor, scratch: tuple[torch.Tensor, ...]
+    ) -> tuple[object, ...]:
+        t, amax = scratch
+        return (
+            a, h, tau, t, amax, self.plan.n, 0, *a.stride(), *h.stride(), tau.stride(0),
+            t.stride(0), t.stride(1),
+        )  # fmt: skip
+
+    def _first_launch(self, args: tuple[object, ...]) -> object:
+        op, shape = self.op, self.plan.shape
+        return qr_panel_kernel[(self.plan.batch,)](
+            *args, BLOCK_M=op.block_m, NB=op.nb, SELF_SCALE=True,
+            PAIR_REDUCE=shape.panel_pair_reduce, UNROLL=shape.panel_unroll, num_warps=op.warps,
+            maxnreg=op.max_registers or None,
+        )  # fmt: skip
+
+    def _constexprs(self) -> tuple[object, ...]:
+        shape = self.plan.shape
+        return self.op.block_m, self.op.nb, True, shape.panel_pair_reduce, shape.panel_unroll
+
+
+class WarpLaunch(SingleLaunch):
+    """The warp path (warp_qr.py)."""
+
+    def __init__(self, plan: Plan, op: WarpOp) -> None:
+        super().__init__(plan)
+        self.op = op
+
+    def _scratch(self, a: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return (a.new_empty(self.plan.batch),)
+
+    def _arguments(
+        self, a: torch.Tensor, h: torch.Tensor, tau: torch.Tensor, scratch: tuple[torch.Tensor, ...]
+    ) -> tuple[object, ...]:
+        return warp_arguments(a, h, tau, scratch[0], self.plan.n)
+
+    def _first_launch(self, args: tuple[object, ...]) -> object:
+        return qr_warp_kernel[(self.plan.batch,)](*args, N=self.op.block, num_warps=1)
+
+    def _constexprs(self) -> tuple[object, ...]:
+        return (self.op.block,)
