@@ -486,8 +486,9 @@ def test_single_launch_equals_the_plans_launch_for_any_layout(tmp_path: Path, pa
 
 def test_only_a_one_launch_plan_is_launched_directly() -> None:
     config = load_config(DEFAULT_CONFIGS)
-    one = make_plan(20, 32, config.for_shape(20, 32))
-    warp = make_plan(20, 32, dataclasses.replace(config.for_shape(20, 32), path="warp"))
+    shape = config.for_shape(20, 32)
+    one = make_plan(20, 32, dataclasses.replace(shape, path="blocked"))
+    warp = make_plan(20, 32, dataclasses.replace(shape, path="warp"))
     several = make_plan(40, 176, config.for_shape(40, 176))
     assert one is not None and warp is not None and several is not None
     panel_launch, warp_launch = single_launch(one), single_launch(warp)
