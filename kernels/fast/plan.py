@@ -44,8 +44,8 @@ DOT_MIN = 16  # tl.dot needs every dimension ≥ 16
 # time (aot.py, whose check covers the largest tile allowed), 1024×16 and 512×32 ask 197 632 and
 # 200 704 bytes.
 SPLIT_SHARED_BYTES = 232_448
-WARP_MAX_N = 32  # the warp path's columns: one a lane
 SPLIT_SHARED_BYTES_PER_ELEM = 12
+WARP_MAX_N = 32  # the warp path's columns: one a lane
 
 
 @dataclass(frozen=True)

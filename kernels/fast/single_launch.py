@@ -44,8 +44,8 @@ def single_launch(plan: Plan) -> SingleLaunch | None:
 class SingleLaunch(ABC):
     """One plan's kernel, compiled per input layout, launched straight from the host."""
 
-    def __init__(self, plan: Plan) -> None:
-        self.plan = plan
+    def __init__(self, plan: Plan, op: PanelOp | WarpOp) -> None:
+        self.plan, self.op = plan, op
         # Per layout: the compiled kernel and the scratch its launches share.
         self._compiled: dict[tuple[object, ...], tuple[object, tuple[torch.Tensor, ...]]] = {}
 
@@ -88,9 +88,7 @@ class SingleLaunch(ABC):
 class PanelLaunch(SingleLaunch):
     """A lone panel (panel.py), which finds |A|max itself and forms no T."""
 
-    def __init__(self, plan: Plan, op: PanelOp) -> None:
-        super().__init__(plan)
-        self.op = op
+    op: PanelOp
 
     def _scratch(self, a: torch.Tensor) -> tuple[torch.Tensor, ...]:
         plan = self.plan
@@ -121,9 +119,7 @@ class PanelLaunch(SingleLaunch):
 class WarpLaunch(SingleLaunch):
     """The warp path (warp_qr.py)."""
 
-    def __init__(self, plan: Plan, op: WarpOp) -> None:
-        super().__init__(plan)
-        self.op = op
+    op: WarpOp
 
     def _scratch(self, a: torch.Tensor) -> tuple[torch.Tensor, ...]:
         return (a.new_empty(self.plan.batch),)

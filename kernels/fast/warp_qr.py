@@ -52,22 +52,24 @@ def _reflect(p, taus, i: tl.constexpr, rows, cols, zeros):
 
 @triton.jit
 def _factor(
-    a_ptr, h_ptr, tau_ptr, amax_ptr, n, a_sr, a_sc, h_sr, h_sc, rows, cols, zeros,
+    a_ptr, h_ptr, tau_ptr, amax_ptr, n, a_sb, a_sr, a_sc, h_sb, h_sr, h_sc, tau_sb, rows, cols,
     N: tl.constexpr,
 ):  # fmt: skip
-    """One matrix (pointers at its first element) on the tile that `rows`, `cols` lay out."""
+    """This program's matrix, on the tile that `rows` (N × 1) and `cols` (1 × N) lay out."""
+    b = tl.program_id(0).to(tl.int64)
     mask = (rows < n) & (cols < n)
-    p = tl.load(a_ptr + rows * a_sr + cols * a_sc, mask=mask, other=0.0)
+    p = tl.load(a_ptr + b * a_sb + rows * a_sr + cols * a_sc, mask=mask, other=0.0)
     amax = tl.max(tl.max(abs_or_inf(p), axis=1), axis=0)
-    tl.store(amax_ptr, amax)
+    tl.store(amax_ptr + b, amax)
     scale = scale_for(amax)
     p = p * scale
     taus = (cols * 0).to(tl.float32)  # 1 × N, in p's layout
+    zeros = (rows + cols) * 0  # N × N, the lanes' shuffle sources are built from it
     for i in tl.static_range(N):
         p, taus = _reflect(p, taus, i, rows, cols, zeros)
     h = tl.where(rows <= cols, p / scale, p)  # R back to A's scale
-    tl.store(h_ptr + rows * h_sr + cols * h_sc, h, mask=mask)
-    tl.store(tau_ptr + cols, taus, mask=cols < n)
+    tl.store(h_ptr + b * h_sb + rows * h_sr + cols * h_sc, h, mask=mask)
+    tl.store(tau_ptr + b * tau_sb + cols, taus, mask=cols < n)
 
 
 @gluon.jit
@@ -88,13 +90,11 @@ def qr_warp_kernel(
 ):
     """One program of one warp per matrix, lane c holding column c: torch.geqrf's (H, τ)."""
     layout: gl.constexpr = gl.BlockedLayout([N, 1], [1, WARP], [1, 1], [0, 1])
-    b = gl.program_id(0).to(gl.int64)
     rows = gl.arange(0, N, layout=gl.SliceLayout(1, layout))[:, None]
     cols = gl.arange(0, N, layout=gl.SliceLayout(0, layout))[None, :]
-    zeros = gl.full([N, N], 0, gl.int32, layout)
     _factor(
-        a_ptr + b * a_sb, h_ptr + b * h_sb, tau_ptr + b * tau_sb, amax_ptr + b, n, a_sr, a_sc,
-        h_sr, h_sc, rows, cols, zeros, N,
+        a_ptr, h_ptr, tau_ptr, amax_ptr, n, a_sb, a_sr, a_sc, h_sb, h_sr, h_sc, tau_sb, rows, cols,
+        N,
     )  # fmt: skip
 
 
@@ -104,13 +104,11 @@ def qr_warp_kernel_interpreted(
     N: tl.constexpr,
 ):  # fmt: skip
     """qr_warp_kernel for Triton's interpreter, with the tile laid out as Triton chooses."""
-    b = tl.program_id(0).to(tl.int64)
     rows = tl.arange(0, N)[:, None]
     cols = tl.arange(0, N)[None, :]
-    zeros = tl.zeros([N, N], tl.int32)
     _factor(
-        a_ptr + b * a_sb, h_ptr + b * h_sb, tau_ptr + b * tau_sb, amax_ptr + b, n, a_sr, a_sc,
-        h_sr, h_sc, rows, cols, zeros, N,
+        a_ptr, h_ptr, tau_ptr, amax_ptr, n, a_sb, a_sr, a_sc, h_sb, h_sr, h_sc, tau_sb, rows, cols,
+        N,
     )  # fmt: skip
 
 
