@@ -484,6 +484,30 @@ def test_single_launch_equals_the_plans_launch_for_any_layout(tmp_path: Path, pa
     _assert_passes(layouts[0], *solver(layouts[0]))
 
 
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_a_registered_launch_hook_still_sees_each_direct_launch(tmp_path: Path) -> None:
+    """The direct launch skips Triton's hooks only while none is registered: a profiler that
+    adds one must see every launch, with the kernel's name, and the factors stay right."""
+    solver = _solver_with(tmp_path, path="warp")
+    a = torch.randn(20, 32, 32, device="cuda")
+    solver(a, check_finite=False)  # compiles: later calls launch directly
+    names: list[str] = []
+
+    def hook(metadata: object) -> None:
+        names.append(metadata.get()["name"])
+
+    triton.knobs.runtime.launch_enter_hook.add(hook)
+    try:
+        h, tau = solver(a, check_finite=False)
+    finally:
+        triton.knobs.runtime.launch_enter_hook.remove(hook)
+    assert names == ["qr_warp_kernel"]
+    _assert_passes(a, h, tau)
+    solver(a, check_finite=False)
+    assert names == ["qr_warp_kernel"]
+
+
 def test_only_a_one_launch_plan_is_launched_directly() -> None:
     config = load_config(DEFAULT_CONFIGS)
     shape = config.for_shape(20, 32)

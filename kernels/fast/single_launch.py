@@ -21,6 +21,9 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 
 import torch
+from triton import knobs
+from triton.compiler import CompiledKernel
+from triton.runtime import driver
 
 from .panel import qr_panel_kernel
 from .plan import PanelOp, Plan, WarpOp
@@ -41,13 +44,43 @@ def single_launch(plan: Plan) -> SingleLaunch | None:
     return None
 
 
+class CompiledLayout:
+    """One input layout's compiled kernel, the arguments after A, H and τ that its calls share,
+    and its scratch (|A|max last)."""
+
+    def __init__(
+        self,
+        kernel: CompiledKernel,
+        programs: int,
+        tail: tuple[object, ...],
+        scratch: tuple[torch.Tensor, ...],
+    ) -> None:
+        self.kernel, self.programs, self.tail, self.scratch = kernel, programs, tail, scratch
+        self._launcher = kernel.run
+        active = driver.active
+        self._device, self._stream = active.get_current_device, active.get_current_stream
+
+    def launch(self, a: torch.Tensor, h: torch.Tensor, tau: torch.Tensor) -> None:
+        """What Triton's launch of a compiled kernel does, less its per-call set-up: its launch
+        hooks are empty chains, never None, so it builds their metadata and calls both on every
+        launch. With no hook registered they are passed as None; with one, Triton launches."""
+        runtime = knobs.runtime
+        if runtime.launch_enter_hook.calls or runtime.launch_exit_hook.calls:
+            self.kernel[(self.programs, 1, 1)](a, h, tau, *self.tail)
+            return
+        kernel = self.kernel
+        self._launcher(
+            self.programs, 1, 1, self._stream(self._device()), kernel.function,
+            kernel.packed_metadata, None, None, None, a, h, tau, *self.tail,
+        )  # fmt: skip
+
+
 class SingleLaunch(ABC):
     """One plan's kernel, compiled per input layout, launched straight from the host."""
 
     def __init__(self, plan: Plan, op: PanelOp | WarpOp) -> None:
         self.plan, self.op = plan, op
-        # Per layout: the compiled kernel and the scratch its launches share.
-        self._compiled: dict[tuple[object, ...], tuple[object, tuple[torch.Tensor, ...]]] = {}
+        self._layouts: dict[tuple[object, ...], CompiledLayout] = {}
 
     def __call__(self, a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(H, τ, |A|max) of `a`, a CUDA tensor of the plan's shape; |A|max is scratch that the
@@ -56,15 +89,16 @@ class SingleLaunch(ABC):
         h = torch.empty((plan.batch, plan.n, plan.n), dtype=a.dtype, device=a.device)
         tau = torch.empty((plan.batch, plan.n), dtype=a.dtype, device=a.device)
         key = (a.get_device(), a.stride(), a.data_ptr() % ALIGNMENT_BYTES)
-        entry = self._compiled.get(key)
-        scratch = self._scratch(a) if entry is None else entry[1]
-        args = self._arguments(a, h, tau, scratch)
-        if entry is None:
-            self._compiled[key] = (self._first_launch(args), scratch)
+        layout = self._layouts.get(key)
+        if layout is None:
+            scratch = self._scratch(a)
+            args = self._arguments(a, h, tau, scratch)
+            kernel = self._first_launch(args)
+            layout = CompiledLayout(kernel, plan.batch, (*args[3:], *self._constexprs()), scratch)
+            self._layouts[key] = layout
         else:
-            # Every parameter in order, constexprs too, as Triton's own launch passes them.
-            entry[0][(plan.batch, 1, 1)](*args, *self._constexprs())
-        return h, tau, scratch[-1]
+            layout.launch(a, h, tau)
+        return h, tau, layout.scratch[-1]
 
     @abstractmethod
     def _scratch(self, a: torch.Tensor) -> tuple[torch.Tensor, ...]:
@@ -74,10 +108,10 @@ class SingleLaunch(ABC):
     def _arguments(
         self, a: torch.Tensor, h: torch.Tensor, tau: torch.Tensor, scratch: tuple[torch.Tensor, ...]
     ) -> tuple[object, ...]:
-        """The kernel's arguments up to its constexprs."""
+        """The kernel's arguments up to its constexprs, A, H and τ first."""
 
     @abstractmethod
-    def _first_launch(self, args: tuple[object, ...]) -> object:
+    def _first_launch(self, args: tuple[object, ...]) -> CompiledKernel:
         """Launch through Triton's dispatch, which compiles; the compiled kernel."""
 
     @abstractmethod
@@ -103,7 +137,7 @@ class PanelLaunch(SingleLaunch):
             t.stride(0), t.stride(1),
         )  # fmt: skip
 
-    def _first_launch(self, args: tuple[object, ...]) -> object:
+    def _first_launch(self, args: tuple[object, ...]) -> CompiledKernel:
         op, shape = self.op, self.plan.shape
         return qr_panel_kernel[(self.plan.batch,)](
             *args, BLOCK_M=op.block_m, NB=op.nb, SELF_SCALE=True,
@@ -129,7 +163,7 @@ class WarpLaunch(SingleLaunch):
     ) -> tuple[object, ...]:
         return warp_arguments(a, h, tau, scratch[0], self.plan.n)
 
-    def _first_launch(self, args: tuple[object, ...]) -> object:
+    def _first_launch(self, args: tuple[object, ...]) -> CompiledKernel:
         return qr_warp_kernel[(self.plan.batch,)](*args, N=self.op.block, num_warps=1)
 
     def _constexprs(self) -> tuple[object, ...]:
