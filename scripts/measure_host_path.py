@@ -1,15 +1,16 @@
-"""Where the host's time goes in a one-launch call (20×32), and what launching without Triton's
-per-call set-up saves.
+"""Where the host's time goes in a one-launch call (20×32), piece by piece, and the call timed as
+the contest times one.
 
-At 20×32 the warp path's kernel takes about 8 µs of device time and a call 30–34 µs under the
+At 20×32 the warp path's kernel takes about 8 µs of device time and a call 25–34 µs under the
 contest rule (docs/benchmarks.md, 2026-12-05 twelfth session): the host sets the pace. This prints
-- each piece of the call's host path on its own, ns per call (best of ROUNDS rounds of CALLS calls,
-  synchronising between rounds, not inside them);
-- the call timed as the contest times one (events around one call after a device sync; median
-  and mean of REPS calls), with the compiled kernel launched directly (fast/single_launch.py's
-  `CompiledLayout.launch`) and through Triton's runner, the two sides alternated.
+- the candidate's call timed as the contest's harness times one (events around one call after a
+  device sync): median and mean of REPS calls, in each of ROUNDS rounds;
+- with --pieces, each piece of the call's host path on its own, ns per call (best of 40 rounds of
+  50 calls, synchronising between rounds, not inside them). The pieces name the working tree's
+  internals; the timing alone runs on any revision of kernels/fast, for an A/B of two trees.
 
-`python scripts/measure_host_path.py [--shape 20x32] [--reps 2000] [--rounds 2]` (on a GPU).
+`python scripts/measure_host_path.py [--shape 20x32] [--reps 2000] [--rounds 2] [--pieces]`
+(on a GPU).
 """
 
 from __future__ import annotations
@@ -23,23 +24,19 @@ from pathlib import Path
 
 import torch
 import triton
-from qrsup.kernels.fast.geqrf import _validate, default_solver
 from qrsup.kernels.fast.precompile import parse_shape
-from qrsup.kernels.fast.single_launch import CompiledLayout
 from qrsup.kernels.generators import generate_input
 from qrsup.kernels.suites import Spec
-from triton import knobs
-from triton.runtime import driver
 
 CALLS = 50  # calls per round: their launches fit the device's queue, so the host never waits
-ROUNDS = 40
+PIECE_ROUNDS = 40
 CANDIDATE = Path(__file__).resolve().parent.parent / "kernels" / "candidates" / "fast_geqrf.py"
 
 
 def host_ns(call: Callable[[], object]) -> float:
-    """Best host ns per call over ROUNDS rounds of CALLS calls."""
+    """Best host ns per call over PIECE_ROUNDS rounds of CALLS calls."""
     best = float("inf")
-    for _ in range(ROUNDS):
+    for _ in range(PIECE_ROUNDS):
         torch.cuda.synchronize()
         begin = time.perf_counter_ns()
         for _ in range(CALLS):
@@ -63,12 +60,56 @@ def contest_us(call: Callable[[torch.Tensor], object], inputs: list[torch.Tensor
     return times
 
 
-def launch_through_runner(
-    self: CompiledLayout, a: torch.Tensor, h: torch.Tensor, tau: torch.Tensor
-) -> None:
-    """The launch as it was: Triton's runner, which finds the stream and builds the hooks'
-    metadata on every call."""
-    self.kernel[(self.programs, 1, 1)](a, h, tau, *self.tail)
+def print_pieces(candidate: object, a: torch.Tensor) -> None:
+    """Each piece of the host path, timed alone."""
+    from qrsup.kernels.fast.geqrf import _validate, default_solver
+    from triton import knobs
+    from triton.runtime import driver
+
+    batch, n = a.shape[0], a.shape[-1]
+    solver, device = default_solver(), a.get_device()
+    _, single = solver._plan(device, batch, n)
+    assert single is not None, f"{batch}x{n} is not a one-launch plan"
+    layout = next(iter(single._layouts.values()))
+    h, tau = torch.empty_like(a), a.new_empty((batch, n))
+    addresses = a.data_ptr(), h.data_ptr(), tau.data_ptr()
+    out = a.new_empty(batch * n * (n + 1))
+    active = driver.active
+    get_device, get_stream = active.get_current_device, active.get_current_stream
+    pieces: dict[str, Callable[[], object]] = {
+        "custom_kernel(a), the candidate": lambda: candidate.custom_kernel(a),
+        "geqrf solver(a, check_finite=False)": lambda: solver(a, check_finite=False),
+        "single launch (allocate, key, launch)": lambda: single(a, device),
+        "  validate A": lambda: _validate(a),
+        "  torch.empty(H) with device=a.device": lambda: torch.empty(
+            (batch, n, n), dtype=a.dtype, device=a.device
+        ),
+        "  a.new_empty(H)": lambda: a.new_empty((batch, n, n)),
+        "  a.new_empty(H), a.new_empty(τ)": lambda: (
+            a.new_empty((batch, n, n)),
+            a.new_empty((batch, n)),
+        ),
+        "  one allocation, viewed as H and τ": lambda: (
+            (o := a.new_empty(batch * n * (n + 1))).as_strided((batch, n, n), (n * n, n, 1)),
+            o.as_strided((batch, n), (n, 1), batch * n * n),
+        ),
+        "  as_strided view": lambda: out.as_strided((batch, n), (n, 1), batch * n * n),
+        "  layout key (device, strides, alignment)": lambda: (
+            a.get_device(),
+            a.stride(),
+            a.data_ptr() % 16,
+        ),
+        "  current device and stream": lambda: get_stream(get_device()),
+        "  launch, addresses (CompiledLayout.launch)": lambda: layout.launch(*addresses),
+        "  launch, tensors, Triton's runner": lambda: layout.kernel[(batch, 1, 1)](
+            a, h, tau, *layout.tail
+        ),
+        "  launch hooks' emptiness": lambda: knobs.runtime.launch_enter_hook.calls,
+        "  event record": torch.cuda.Event(enable_timing=True).record,
+    }
+    for name, call in pieces.items():
+        call()
+        print(f"{name:<44} {host_ns(call):9.0f} ns")
 
 
 def main() -> None:
@@ -76,58 +117,25 @@ def main() -> None:
     parser.add_argument("--shape", type=parse_shape, default=(20, 32))
     parser.add_argument("--reps", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--pieces", action="store_true")
     args = parser.parse_args()
     batch, n = args.shape
     print(f"torch {torch.__version__}, triton {triton.__version__}, {torch.cuda.get_device_name()}")
     spec = Spec(batch=batch, n=n, cond=1, case="dense", seed=5)
     inputs = [generate_input(spec.reseeded(i), "cuda") for i in range(args.reps)]
-    a = inputs[0]
     module_spec = importlib.util.spec_from_file_location("candidate", CANDIDATE)
     candidate = importlib.util.module_from_spec(module_spec)
     module_spec.loader.exec_module(candidate)
-    solver = default_solver()
-    candidate.custom_kernel(a)  # compile and load
+    candidate.custom_kernel(inputs[0])  # compile and load
     torch.cuda.synchronize()
-    _, single = solver._plan(a.get_device(), batch, n)
-    assert single is not None, f"{batch}x{n} is not a one-launch plan"
-    layout = next(iter(single._layouts.values()))
-    h, tau = torch.empty_like(a), a.new_empty((batch, n))
-    active = driver.active
-    get_device, get_stream = active.get_current_device, active.get_current_stream
-    pieces: dict[str, Callable[[], object]] = {
-        "custom_kernel(a), the candidate": lambda: candidate.custom_kernel(a),
-        "geqrf solver(a, check_finite=False)": lambda: solver(a, check_finite=False),
-        "single launch (allocate, key, launch)": lambda: single(a),
-        "  validate A": lambda: _validate(a),
-        "  torch.empty(H) with device=a.device": lambda: torch.empty(
-            (batch, n, n), dtype=a.dtype, device=a.device
-        ),
-        "  a.new_empty(H)": lambda: a.new_empty((batch, n, n)),
-        "  layout key (device, strides, alignment)": lambda: (
-            a.get_device(),
-            a.stride(),
-            a.data_ptr() % 16,
-        ),
-        "  current device and stream": lambda: get_stream(get_device()),
-        "  launch, direct (CompiledLayout.launch)": lambda: layout.launch(a, h, tau),
-        "  launch, Triton's runner": lambda: launch_through_runner(layout, a, h, tau),
-        "  launch hooks' emptiness": lambda: knobs.runtime.launch_enter_hook.calls,
-        "  event record": torch.cuda.Event(enable_timing=True).record,
-    }
-    for name, call in pieces.items():
-        call()
-        print(f"{name:<44} {host_ns(call):9.0f} ns")
-    direct = CompiledLayout.launch
     for round_ in range(1, args.rounds + 1):
-        for side, launch in (("direct", direct), ("runner", launch_through_runner)):
-            CompiledLayout.launch = launch
-            times = contest_us(candidate.custom_kernel, inputs)
-            print(
-                f"round {round_} {side:>6}: contest-style µs per call: median "
-                f"{statistics.median(times):6.2f}, mean {statistics.fmean(times):6.2f} "
-                f"({len(times)} calls)"
-            )
-    CompiledLayout.launch = direct
+        times = contest_us(candidate.custom_kernel, inputs)
+        print(
+            f"round {round_}: contest-style µs per call: median {statistics.median(times):6.2f}, "
+            f"mean {statistics.fmean(times):6.2f} ({len(times)} calls)"
+        )
+    if args.pieces:
+        print_pieces(candidate, inputs[0])
 
 
 if __name__ == "__main__":

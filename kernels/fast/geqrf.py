@@ -32,18 +32,18 @@ class FastGeqrf:
         self, a: torch.Tensor, *, check_finite: bool = True
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """(H, tau) as torch.geqrf returns them; bad input raises instead of giving garbage."""
-        _validate(a)
-        if not a.is_cuda:
+        batch, n = _validate(a)
+        device = a.get_device()  # -1: the CPU, under Triton's interpreter
+        if device < 0:
             patch_scalar_index()
-        batch, n = a.shape[0], a.shape[-1]
-        if a.numel() == 0:
+        if batch == 0 or n == 0:
             return a.clone(memory_format=torch.contiguous_format), a.new_zeros((batch, n))
-        plan, single = self._plan(a.get_device(), batch, n)
+        plan, single = self._plan(device, batch, n)
         if plan is None:
             return _fallback(a, check_finite)
         if single is not None:
-            h, tau, amax = single(a)
-        elif plan.shape.graph and a.is_cuda:
+            h, tau, amax = single(a, device)
+        elif plan.shape.graph and device >= 0:
             static = self._graphs.run(a, plan)
             h, tau, amax = static.h.clone(), static.tau.clone(), static.amax
         else:
@@ -95,13 +95,16 @@ def default_solver() -> FastGeqrf:
     return FastGeqrf(load_config())
 
 
-def _validate(a: object) -> None:
+def _validate(a: object) -> tuple[int, int]:
+    """(batch, n) of a valid A; bad input raises."""
     if not isinstance(a, torch.Tensor):
         raise TypeError(f"geqrf: A must be a torch.Tensor, got {type(a).__name__}")
-    if a.dim() != 3:
-        raise ValueError(f"geqrf: A must be batch × n × n (3-D), got shape {tuple(a.shape)}")
-    if a.shape[1] != a.shape[2]:
-        raise ValueError(f"geqrf: A must hold square matrices, got shape {tuple(a.shape)}")
+    shape = a.shape
+    if len(shape) != 3:
+        raise ValueError(f"geqrf: A must be batch × n × n (3-D), got shape {tuple(shape)}")
+    batch, rows, n = shape
+    if rows != n:
+        raise ValueError(f"geqrf: A must hold square matrices, got shape {tuple(shape)}")
     if a.dtype != torch.float32:
         raise TypeError(f"geqrf: A must be float32, got {a.dtype}")
     if not a.is_cuda and not (a.device.type == "cpu" and knobs.runtime.interpret):
@@ -109,6 +112,7 @@ def _validate(a: object) -> None:
             f"geqrf: A is on {a.device}; the fast kernel needs a CUDA tensor "
             "(or TRITON_INTERPRET=1 for CPU tensors); use torch.geqrf on the CPU"
         )
+    return batch, n
 
 
 def _fallback(a: torch.Tensor, check_finite: bool) -> tuple[torch.Tensor, torch.Tensor]:

@@ -4,7 +4,7 @@ At 20×32 the factorization is one panel launch of 27 µs on an H200, and a call
 dispatch or a CUDA graph's replay (input copy, replay, two output copies) took 44–54 µs: the host
 set the pace (docs/benchmarks.md, 2026-12-02). Here Triton's dispatch (binding, specialization,
 cache key) runs once per input layout, and later calls hand the compiled kernel its arguments
-directly, with only H and τ allocated per call.
+directly, with one allocation per call for H and τ together.
 
 Triton specializes a launch on its integer arguments' values and its pointers' alignment. Every
 argument but A's is fixed for one plan (fresh outputs of one shape, scratch made once), so a
@@ -30,6 +30,7 @@ from .plan import PanelOp, Plan, WarpOp
 from .warp_qr import qr_warp_kernel, warp_arguments
 
 ALIGNMENT_BYTES = 16  # what Triton's pointer specialization looks at
+ALIGNMENT_FLOATS = ALIGNMENT_BYTES // 4
 
 
 def single_launch(plan: Plan) -> SingleLaunch | None:
@@ -45,8 +46,8 @@ def single_launch(plan: Plan) -> SingleLaunch | None:
 
 
 class CompiledLayout:
-    """One input layout's compiled kernel, the arguments after A, H and τ that its calls share,
-    and its scratch (|A|max last)."""
+    """One input layout's compiled kernel, the arguments after A, H and τ that its calls share
+    (pointers as addresses), and its scratch (|A|max last)."""
 
     def __init__(
         self,
@@ -55,15 +56,18 @@ class CompiledLayout:
         tail: tuple[object, ...],
         scratch: tuple[torch.Tensor, ...],
     ) -> None:
-        self.kernel, self.programs, self.tail, self.scratch = kernel, programs, tail, scratch
+        self.kernel, self.programs, self.scratch = kernel, programs, scratch
+        self.tail = tuple(x.data_ptr() if isinstance(x, torch.Tensor) else x for x in tail)
         self._launcher = kernel.run
         active = driver.active
         self._device, self._stream = active.get_current_device, active.get_current_stream
 
-    def launch(self, a: torch.Tensor, h: torch.Tensor, tau: torch.Tensor) -> None:
-        """What Triton's launch of a compiled kernel does, less its per-call set-up: its launch
-        hooks are empty chains, never None, so it builds their metadata and calls both on every
-        launch. With no hook registered they are passed as None; with one, Triton launches."""
+    def launch(self, a: int, h: int, tau: int) -> None:
+        """What Triton's launch of a compiled kernel does, less its per-call set-up, given the
+        addresses of A, H and τ (as integers, which Triton's launcher takes without asking the
+        driver about each pointer). Its launch hooks are empty chains, never None, so Triton builds
+        their metadata and calls both on every launch; with no hook registered they are passed as
+        None here, and with one, Triton's own launch runs."""
         runtime = knobs.runtime
         if runtime.launch_enter_hook.calls or runtime.launch_exit_hook.calls:
             self.kernel[(self.programs, 1, 1)](a, h, tau, *self.tail)
@@ -81,23 +85,30 @@ class SingleLaunch(ABC):
     def __init__(self, plan: Plan, op: PanelOp | WarpOp) -> None:
         self.plan, self.op = plan, op
         self._layouts: dict[tuple[object, ...], CompiledLayout] = {}
+        batch, n = plan.batch, plan.n
+        # H and τ share one allocation; τ starts on an alignment boundary.
+        self._h_view = ((batch, n, n), (n * n, n, 1))
+        self._tau_offset = -(-batch * n * n // ALIGNMENT_FLOATS) * ALIGNMENT_FLOATS
+        self._tau_view = ((batch, n), (n, 1), self._tau_offset)
 
-    def __call__(self, a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """(H, τ, |A|max) of `a`, a CUDA tensor of the plan's shape; |A|max is scratch that the
-        next call on this layout overwrites."""
-        plan = self.plan
-        h = torch.empty((plan.batch, plan.n, plan.n), dtype=a.dtype, device=a.device)
-        tau = torch.empty((plan.batch, plan.n), dtype=a.dtype, device=a.device)
-        key = (a.get_device(), a.stride(), a.data_ptr() % ALIGNMENT_BYTES)
+    def __call__(
+        self, a: torch.Tensor, device: int
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(H, τ, |A|max) of `a`, a tensor of the plan's shape on CUDA device `device`; |A|max
+        is scratch that the next call on this layout overwrites."""
+        out = a.new_empty(self._tau_offset + self.plan.batch * self.plan.n)
+        h, tau = out.as_strided(*self._h_view), out.as_strided(*self._tau_view)
+        address = a.data_ptr()
+        key = (device, a.stride(), address % ALIGNMENT_BYTES)
         layout = self._layouts.get(key)
         if layout is None:
             scratch = self._scratch(a)
             args = self._arguments(a, h, tau, scratch)
-            kernel = self._first_launch(args)
-            layout = CompiledLayout(kernel, plan.batch, (*args[3:], *self._constexprs()), scratch)
+            tail = (*args[3:], *self._constexprs())
+            layout = CompiledLayout(self._first_launch(args), self.plan.batch, tail, scratch)
             self._layouts[key] = layout
         else:
-            layout.launch(a, h, tau)
+            layout.launch(address, h.data_ptr(), tau.data_ptr())
         return h, tau, layout.scratch[-1]
 
     @abstractmethod
