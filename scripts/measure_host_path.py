@@ -68,18 +68,20 @@ def print_pieces(candidate: object, a: torch.Tensor) -> None:
 
     batch, n = a.shape[0], a.shape[-1]
     solver, device = default_solver(), a.get_device()
-    _, single = solver._plan(device, batch, n)
-    assert single is not None, f"{batch}x{n} is not a one-launch plan"
-    layout = next(iter(single._layouts.values()))
+    _, direct = solver._plan(device, batch, n)
+    assert direct is not None, f"{batch}x{n} has no direct launches"
+    replay = next(iter(direct._layouts.values()))
+    assert len(replay.steps) == 1, f"{batch}x{n} is not a one-launch plan"
+    step = replay.steps[0]
     h, tau = torch.empty_like(a), a.new_empty((batch, n))
-    addresses = a.data_ptr(), h.data_ptr(), tau.data_ptr()
+    tensors, addresses = (a, h, tau), (a.data_ptr(), h.data_ptr(), tau.data_ptr())
     out = a.new_empty(batch * n * (n + 1))
     active = driver.active
     get_device, get_stream = active.get_current_device, active.get_current_stream
     pieces: dict[str, Callable[[], object]] = {
         "custom_kernel(a), the candidate": lambda: candidate.custom_kernel(a),
         "geqrf solver(a, check_finite=False)": lambda: solver(a, check_finite=False),
-        "single launch (allocate, key, launch)": lambda: single(a, device),
+        "direct plan (allocate, key, launch)": lambda: direct(a, device),
         "  validate A": lambda: _validate(a),
         "  torch.empty(H) with device=a.device": lambda: torch.empty(
             (batch, n, n), dtype=a.dtype, device=a.device
@@ -100,9 +102,9 @@ def print_pieces(candidate: object, a: torch.Tensor) -> None:
             a.data_ptr() % 16,
         ),
         "  current device and stream": lambda: get_stream(get_device()),
-        "  launch, addresses (CompiledLayout.launch)": lambda: layout.launch(*addresses),
-        "  launch, tensors, Triton's runner": lambda: layout.kernel[(batch, 1, 1)](
-            a, h, tau, *layout.tail
+        "  launch, addresses (DirectLaunch)": lambda: step(tensors, addresses),
+        "  launch, tensors, Triton's runner": lambda: step.kernel[step.grid](
+            a, h, tau, *step.args[3:]
         ),
         "  launch hooks' emptiness": lambda: knobs.runtime.launch_enter_hook.calls,
         "  event record": torch.cuda.Event(enable_timing=True).record,

@@ -21,9 +21,11 @@ from qrsup.kernels import blocked_wy
 from qrsup.kernels.checker import check_factors
 from qrsup.kernels.fast import driver
 from qrsup.kernels.fast.config import DEFAULT_CONFIGS, dump_config, load_config
+from qrsup.kernels.fast.direct_launch import CopyStep, DirectPlan, _Locator, direct_plan
 from qrsup.kernels.fast.driver import Buffers, l2_hints, mirror_kwargs, prescale, run_plan
 from qrsup.kernels.fast.geqrf import FastGeqrf, NonFiniteInputError, geqrf
 from qrsup.kernels.fast.interpret import patch_scalar_index
+from qrsup.kernels.fast.launch_record import CopyRecord, LaunchRecord, ZeroRecord, recording
 from qrsup.kernels.fast.library_update import cublas_precision
 from qrsup.kernels.fast.panel import qr_panel_kernel
 from qrsup.kernels.fast.plan import (
@@ -41,7 +43,6 @@ from qrsup.kernels.fast.plan import (
     next_pow2,
 )
 from qrsup.kernels.fast.products import split_tf32
-from qrsup.kernels.fast.single_launch import PanelLaunch, WarpLaunch, single_launch
 from qrsup.kernels.fast.tfactor import qr_gram_kernel, qr_tfactor_kernel
 from qrsup.kernels.fast.update import qr_update_kernel
 from qrsup.kernels.generators import generate_input
@@ -453,32 +454,44 @@ def test_graph_replay_gives_fresh_outputs_equal_to_eager(tmp_path: Path) -> None
     assert torch.equal(h1, h_eager) and torch.equal(tau1, tau_eager)
 
 
+DIRECT_CASES = [
+    (20, 32, {"path": "blocked"}),  # one panel launch
+    (20, 32, {"path": "warp"}),
+    (40, 176, {}),  # look-ahead launches
+    (3, 400, {}),  # column-major H: the panels' row-major copies
+    (2, 1000, {}),  # row-split updates: W's zero fills
+]
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-@pytest.mark.parametrize("path", ["blocked", "warp"])
-def test_single_launch_equals_the_plans_launch_for_any_layout(tmp_path: Path, path: str) -> None:
-    """The dispatch-free launch keeps one compiled kernel per layout: a transposed input and a
-    misaligned one (a view one float in) must each get their own, every call fresh outputs, and
-    the NaN check each call's own |A|max."""
-    solver = _solver_with(tmp_path, path=path)
-    base = torch.randn(20 * 32 * 32 + 1, device="cuda")
+@pytest.mark.parametrize(("batch", "n", "overrides"), DIRECT_CASES)
+def test_direct_launches_equal_the_plans_launches_for_any_layout(
+    tmp_path: Path, batch: int, n: int, overrides: dict[str, object]
+) -> None:
+    """Recorded launches keep one record per layout: a transposed input and a misaligned one (a
+    view one float in) must each get their own, every call fresh outputs equal to the plan's
+    launches through Triton's dispatch, and the NaN check each call's own |A|max."""
+    solver = _solver_with(tmp_path, direct_launch=True, **overrides)
+    plan = make_plan(batch, n, solver.config.for_arch(90).for_shape(batch, n))
+    assert plan is not None and direct_plan(plan) is not None
+    base = torch.randn(batch * n * n + 1, device="cuda")
     layouts = [
-        torch.randn(20, 32, 32, device="cuda"),
-        torch.randn(20, 32, 32, device="cuda").mT,
-        base[1:].view(20, 32, 32),
+        torch.randn(batch, n, n, device="cuda"),
+        torch.randn(batch, n, n, device="cuda").mT,
+        base[1:].view(batch, n, n),
     ]
     for a in layouts:
-        plan = make_plan(20, 32, solver.config.for_arch(90).for_shape(20, 32))
-        assert plan is not None and single_launch(plan) is not None
         expected = Buffers.allocate(a, plan)
         run_plan(a, plan, expected)
-        first, second = solver(a, check_finite=False), solver(a)
-        assert torch.equal(first[0], expected.h) and torch.equal(first[1], expected.tau)
-        assert torch.equal(second[0], expected.h) and first[0].data_ptr() != second[0].data_ptr()
-        _assert_passes(a, *second)
+        calls = [solver(a, check_finite=False), solver(a), solver(a, check_finite=False)]
+        for h, tau in calls:
+            assert torch.equal(h, expected.h) and torch.equal(tau, expected.tau)
+        assert len({h.data_ptr() for h, _ in calls}) == len(calls)
+        _assert_passes(a, *calls[-1])
     # |A|max is scratch kept per layout: a NaN call's flag must not outlive that call.
     poisoned = layouts[0].clone()
-    poisoned[3, 5, 7] = float("nan")
+    poisoned[0, 1, 1] = float("nan")
     with pytest.raises(NonFiniteInputError):
         solver(poisoned)
     _assert_passes(layouts[0], *solver(layouts[0]))
@@ -508,17 +521,71 @@ def test_a_registered_launch_hook_still_sees_each_direct_launch(tmp_path: Path) 
     assert names == ["qr_warp_kernel"]
 
 
-def test_only_a_one_launch_plan_is_launched_directly() -> None:
+def test_a_recording_holds_every_launch_fill_and_copy_in_order() -> None:
+    """A column-major plan: the prescale's fill, then launches whose recorded arguments are every
+    kernel parameter in order, and the panels' row-major copies from H."""
+    shape = dataclasses.replace(load_config(DEFAULT_CONFIGS).for_shape(2, 400), column_major=True)
+    plan = make_plan(2, 40, dataclasses.replace(shape, block_width=16, panel_width=8))
+    assert plan is not None
+    # Updates that do not store the next panel's columns row-major: each panel copies them.
+    unmirrored = [
+        dataclasses.replace(op, mirrored=False) if isinstance(op, PanelOp) else op
+        for op in plan.ops
+    ]
+    unmirrored = [
+        dataclasses.replace(op, mirror=0) if isinstance(op, UpdateOp) else op for op in unmirrored
+    ]
+    plan = dataclasses.replace(plan, ops=tuple(unmirrored))
+    a = torch.randn(2, 40, 40, device=DEVICE)
+    out = Buffers.allocate(a, plan)
+    patch_scalar_index()
+    with recording() as records:
+        run_plan(a, plan, out)
+    _assert_passes(a, out.h, out.tau)
+    assert isinstance(records[0], ZeroRecord) and records[0].target is out.amax
+    launches = [r for r in records if isinstance(r, LaunchRecord)]
+    prescale_args = (a, out.amax, 40, *a.stride())
+    assert launches[0].args[:6] == prescale_args  # then its span and constexpr tiles
+    assert launches[0].args[-2:] == (driver.AMAX_BLOCK_R, driver.AMAX_BLOCK_C)
+    assert len(launches) > len(plan.ops) and all(len(r.grid) == 3 for r in launches)
+    copies = [r for r in records if isinstance(r, CopyRecord)]
+    rows = out.rows.untyped_storage().data_ptr()
+    assert copies and all(c.target.untyped_storage().data_ptr() == rows for c in copies)
+    assert all(
+        c.source.untyped_storage().data_ptr() == out.h.untyped_storage().data_ptr() for c in copies
+    )
+
+
+def test_a_replayed_copy_reads_the_same_view_of_the_calls_own_h() -> None:
+    """A recorded copy from H names its view by place: the replay reads that view of the new
+    call's H, and a recorded write into A, H or τ is refused."""
+    a, tau = torch.randn(2, 8, 8)[:, 1:, 1:], torch.empty(2, 7)
+    recorded_h = torch.randn(2, 7, 7).transpose(1, 2)
+    locate = _Locator((a, recorded_h, tau))
+    source = recorded_h[:, 3:, 2:4]
+    assert locate.place(source) == (1, source.storage_offset())
+    assert locate.place(a[:, 2:]) == (0, 2 * a.stride(1))
+    assert locate.place(torch.zeros(3)) is None
+    with pytest.raises(RuntimeError, match="writes H"):
+        locate.scratch(source)
+    target = torch.zeros(2, 4, 2)
+    step = CopyStep(target, source, locate.place(source))
+    h = torch.randn(2, 7, 7).transpose(1, 2)
+    step((a, h, tau), (0, 0, 0))
+    assert torch.equal(target, h[:, 3:, 2:4])
+
+
+def test_direct_launches_go_to_one_launch_plans_and_classes_that_ask() -> None:
     config = load_config(DEFAULT_CONFIGS)
-    shape = config.for_shape(20, 32)
-    one = make_plan(20, 32, dataclasses.replace(shape, path="blocked"))
-    warp = make_plan(20, 32, dataclasses.replace(shape, path="warp"))
-    several = make_plan(40, 176, config.for_shape(40, 176))
-    assert one is not None and warp is not None and several is not None
-    panel_launch, warp_launch = single_launch(one), single_launch(warp)
-    assert isinstance(panel_launch, PanelLaunch) and panel_launch.op is one.ops[0]
-    assert isinstance(warp_launch, WarpLaunch) and warp_launch.op is warp.ops[0]
-    assert single_launch(several) is None
+    single, small, large = (config.for_shape(*shape) for shape in ((20, 32), (40, 176), (8, 2048)))
+    one = make_plan(20, 32, dataclasses.replace(single, path="blocked", direct_launch=False))
+    several = make_plan(40, 176, dataclasses.replace(small, direct_launch=False))
+    asked = make_plan(40, 176, dataclasses.replace(small, direct_launch=True))
+    library = make_plan(8, 2048, dataclasses.replace(large, direct_launch=True))
+    assert one and several and asked and library and library.library_updates
+    assert isinstance(direct_plan(one), DirectPlan) and isinstance(direct_plan(asked), DirectPlan)
+    assert direct_plan(several) is None
+    assert direct_plan(library) is None  # its cuBLAS calls cannot be recorded
 
 
 FUSED = {"path": "fused", "block_width": 16, "panel_width": 8, "fused_warps": 2}

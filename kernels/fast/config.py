@@ -123,6 +123,11 @@ class ShapeConfig:
     """Warps of the fused path's program, which runs every stage of one matrix."""
     graph: bool
     """Capture the launch sequence once per shape and replay it as a CUDA graph."""
+    direct_launch: bool
+    """Record the launch sequence once per input layout through Triton's dispatch and make it
+    again from the host on later calls, with each call's A, H and τ, instead of a graph's replay
+    on copies (direct_launch.py; plans with cuBLAS calls keep `graph`). One-launch plans always
+    launch directly."""
     lookahead: bool
     """Merge each fused update with the panel that follows it into one launch: the panel's own
     columns are updated and factored by one program per matrix while the other programs update

@@ -11,6 +11,7 @@ import triton
 
 from .block import qr_block_kernel
 from .fused import qr_fused_kernel
+from .launch_record import copy, launch, zero
 from .library_update import library_join, library_update, scale_of
 from .lookahead import qr_lookahead_kernel
 from .panel import qr_panel_kernel
@@ -72,13 +73,20 @@ class Buffers:
         t, w, g, q, amax, scale = (
             part.view(shape) for part, shape in zip(scratch.split(sizes), shapes, strict=True)
         )
-        h = torch.empty((batch, n, n), dtype=a.dtype, device=a.device)
-        if plan.shape.column_major:
-            h = h.transpose(1, 2)  # the same tensor, each matrix stored by columns
-        tau = torch.empty((batch, n), dtype=a.dtype, device=a.device)
+        h, tau = cls.outputs(a, plan)
         rows_shape = (batch, n, n) if plan.shape.column_major else (0,)
         rows = torch.empty(rows_shape, dtype=a.dtype, device=a.device)
         return cls(h=h, tau=tau, t=t, w=w, g=g, q=q, amax=amax, scale=scale, rows=rows)
+
+    @staticmethod
+    def outputs(a: torch.Tensor, plan: Plan) -> tuple[torch.Tensor, torch.Tensor]:
+        """Fresh, uninitialised H and τ for `a`. new_empty, not torch.empty(device=a.device): the
+        host's time per call counts at small shapes (2.7 against 3.5 µs on an H100's host)."""
+        batch, n = plan.batch, plan.n
+        h = a.new_empty((batch, n, n))
+        if plan.shape.column_major:
+            h = h.transpose(1, 2)  # the same tensor, each matrix stored by columns
+        return h, a.new_empty((batch, n))
 
 
 def run_plan(a: torch.Tensor, plan: Plan, out: Buffers) -> None:
@@ -91,7 +99,7 @@ def run_plan(a: torch.Tensor, plan: Plan, out: Buffers) -> None:
         # Gluon compiles for GPUs only: the CPU's interpreter runs the same steps in Triton.
         kernel = qr_warp_kernel_interpreted if a.device.type == "cpu" else qr_warp_kernel
         args = warp_arguments(a, out.h, out.tau, out.amax, plan.n)
-        kernel[(plan.batch,)](*args, N=first.block, num_warps=1)
+        launch(kernel, (plan.batch,), *args, N=first.block, num_warps=1)
         return
     if not (len(plan.ops) == 1 and isinstance(first, PanelOp)):  # a lone panel scales itself
         prescale(a, plan, out)
@@ -101,13 +109,13 @@ def run_plan(a: torch.Tensor, plan: Plan, out: Buffers) -> None:
 
 def prescale(a: torch.Tensor, plan: Plan, out: Buffers) -> None:
     """Each matrix's |A|max into `out.amax`: the scale every later step works at."""
-    out.amax.zero_()
+    zero(out.amax)
     row_blocks, col_blocks = triton.cdiv(plan.n, AMAX_BLOCK_R), triton.cdiv(plan.n, AMAX_BLOCK_C)
     splits = min(col_blocks, max(1, AMAX_PROGRAMS // (plan.batch * row_blocks)))
     span = triton.cdiv(col_blocks, splits) * AMAX_BLOCK_C
     grid = (plan.batch, row_blocks, triton.cdiv(plan.n, span))
     blocks = dict(BLOCK_R=AMAX_BLOCK_R, BLOCK_C=AMAX_BLOCK_C)
-    qr_amax_kernel[grid](a, out.amax, plan.n, *a.stride(), span, **blocks)
+    launch(qr_amax_kernel, grid, a, out.amax, plan.n, *a.stride(), span, **blocks)
     if plan.library_updates:
         out.scale.copy_(scale_of(out.amax))
 
@@ -139,7 +147,8 @@ def _t_at(plan: Plan, out: Buffers, slot: int, offset: int) -> torch.Tensor:
 
 def _fused(a: torch.Tensor, plan: Plan, op: FusedOp, out: Buffers) -> None:
     shape, h, t = plan.shape, out.h, out.t
-    qr_fused_kernel[(plan.batch,)](
+    launch(
+        qr_fused_kernel, (plan.batch,),
         a, h, out.tau, t, out.amax, plan.n, *a.stride(), h.stride(0), h.stride(1),
         out.tau.stride(0), t.stride(0),
         ROWS0=op.rows[0], ROWS1=op.rows[1], ROWS2=op.rows[2], NB=op.nb, KB=op.kb,
@@ -161,13 +170,14 @@ def _panel_source(a: torch.Tensor, plan: Plan, op: PanelOp, out: Buffers) -> tor
     if op.mirrored:
         return out.rows
     below, cols = slice(op.col, None), slice(op.col, op.col + op.nb)
-    out.rows[:, below, cols].copy_(out.h[:, below, cols])
+    copy(out.rows[:, below, cols], out.h[:, below, cols])
     return out.rows
 
 
 def _panel(src: torch.Tensor, plan: Plan, op: PanelOp, out: Buffers, single: bool) -> None:
     t = _t_at(plan, out, op.t_slot, op.t_offset)
-    qr_panel_kernel[(plan.batch,)](
+    launch(
+        qr_panel_kernel, (plan.batch,),
         src, out.h, out.tau, t, out.amax, plan.n, op.col,
         *src.stride(), *out.h.stride(), out.tau.stride(0), t.stride(0), t.stride(1),
         BLOCK_M=op.block_m, NB=op.nb, SELF_SCALE=single,
@@ -182,16 +192,19 @@ def _split_panel(src: torch.Tensor, plan: Plan, op: SplitPanelOp, out: Buffers) 
     x, k = q, q[:, op.slabs * op.nb * op.nb :]  # X_s, then K_s, per matrix
     span = (plan.n, op.col, op.slab_rows)
     pair = plan.shape.panel_pair_reduce and src.is_cuda
-    qr_slab_kernel[(plan.batch, op.slabs)](
+    launch(
+        qr_slab_kernel, (plan.batch, op.slabs),
         src, h, x, out.amax, *span, *src.stride(), *h.stride(), q.stride(0),
         SLAB_M=op.slab_m, NB=op.nb, PAIR_REDUCE=pair, num_warps=op.slab_warps,
     )  # fmt: skip
-    qr_slab_join_kernel[(plan.batch,)](
+    launch(
+        qr_slab_join_kernel, (plan.batch,),
         h, out.tau, t, x, k, out.amax, *span, op.slabs, *h.stride(), out.tau.stride(0),
         t.stride(0), t.stride(1), q.stride(0), q.stride(0),
         STACK_M=op.stack_m, NB=op.nb, PAIR_REDUCE=pair, num_warps=op.join_warps,
     )  # fmt: skip
-    qr_slab_rebuild_kernel[(plan.batch, op.slabs)](
+    launch(
+        qr_slab_rebuild_kernel, (plan.batch, op.slabs),
         h, x, k, *span, *h.stride(), q.stride(0), q.stride(0),
         SLAB_M=op.slab_m, NB=op.nb, num_warps=op.rebuild_warps,
     )  # fmt: skip
@@ -215,7 +228,8 @@ def _update(src: torch.Tensor, plan: Plan, op: UpdateOp, out: Buffers) -> None:
     w = out.w
     mirror = mirror_kwargs(h, out.rows if op.mirror else None, op.c_start + op.mirror)
     if op.two_pass:
-        qr_update_tw_kernel[(plan.batch * col_blocks,)](
+        launch(
+            qr_update_tw_kernel, (plan.batch * col_blocks,),
             src, h, t, w, out.amax, *span, *src.stride(), *h.stride(), t.stride(0), t.stride(1),
             w.stride(0), w.stride(1), num_stages=shape.update_stages, KEEP=hints["KEEP"],
             **tiles,
@@ -223,23 +237,26 @@ def _update(src: torch.Tensor, plan: Plan, op: UpdateOp, out: Buffers) -> None:
     elif op.slab_rows:
         # Only what the slabs add into: zeroing all of W took 4.4 µs a launch at 60 × 1024 on an
         # H200, 0.23 ms a factorization (most of it under 16-reflector updates of ≤ 48 columns).
-        w[:, : op.nb, op.c_start : op.c_end].zero_()
+        zero(w[:, : op.nb, op.c_start : op.c_end])
         slabs = triton.cdiv(plan.n - op.col, op.slab_rows)
-        qr_update_w_kernel[(plan.batch, col_blocks, slabs)](
+        launch(
+            qr_update_w_kernel, (plan.batch, col_blocks, slabs),
             src, h, w, out.amax, *span, op.slab_rows, *src.stride(), *h.stride(),
             w.stride(0), w.stride(1), num_stages=shape.update_stages,
             BY_COLUMNS=shape.update_w_by_columns, **tiles,
         )  # fmt: skip
     else:
         ahead = shape.update_stages if op.apply_ahead else None
-        qr_update_kernel[(plan.batch * col_blocks,)](
+        launch(
+            qr_update_kernel, (plan.batch * col_blocks,),
             src, h, t, out.amax, *span, *src.stride(), *h.stride(), t.stride(0), t.stride(1),
             num_stages=shape.update_stages, **tiles, **apply, **hints, **mirror,
             APPLY_STAGES=ahead,
         )  # fmt: skip
         return
     row_blocks = triton.cdiv(plan.n - op.col, op.block_m)
-    qr_update_apply_kernel[(plan.batch * row_blocks * col_blocks,)](
+    launch(
+        qr_update_apply_kernel, (plan.batch * row_blocks * col_blocks,),
         src, h, w, t, out.amax, *span, *src.stride(), *h.stride(),
         w.stride(0), w.stride(1), t.stride(0), t.stride(1), W_HAS_T=op.two_pass, **tiles,
         **apply, **mirror,
@@ -268,7 +285,8 @@ def _lookahead(src: torch.Tensor, plan: Plan, op: LookaheadOp, out: Buffers) -> 
     t = _t_at(plan, out, up.t_slot, up.t_offset)
     tp = _t_at(plan, out, panel.t_slot, panel.t_offset)
     rest = triton.cdiv(max(0, up.c_end - op.rest_start), up.block_n)
-    qr_lookahead_kernel[(plan.batch, 1 + rest)](
+    launch(
+        qr_lookahead_kernel, (plan.batch, 1 + rest),
         src, h, out.tau, t, tp, out.amax, plan.n, up.col, up.nb, panel.col, up.c_end,
         *src.stride(), *h.stride(), out.tau.stride(0), t.stride(0), t.stride(1),
         NBP=up.dot_width, BM=up.block_m, BN=up.block_n,
@@ -282,7 +300,8 @@ def _lookahead(src: torch.Tensor, plan: Plan, op: LookaheadOp, out: Buffers) -> 
 def _block(src: torch.Tensor, plan: Plan, op: BlockOp, out: Buffers) -> None:
     shape, h = plan.shape, out.h
     t = _t_at(plan, out, op.t_slot, op.t_offset)
-    qr_block_kernel[(plan.batch,)](
+    launch(
+        qr_block_kernel, (plan.batch,),
         src, h, out.tau, t, out.amax, plan.n, op.col, op.width, *src.stride(), *h.stride(),
         out.tau.stride(0), t.stride(0), t.stride(1),
         PANEL_M=op.panel_m, NB=op.nb, NBP=dot_width(op.nb), KBP=op.dot_width,
@@ -299,11 +318,13 @@ def _tfactor(plan: Plan, op: TFactorOp, out: Buffers) -> None:
     tiles = dict(KBP=op.dot_width, BM=shape.update_block_m, PRECISION=shape.t_precision)
     slabs = triton.cdiv(plan.n - op.col, op.gram_rows) if op.gram_rows else 0
     if slabs:
-        qr_gram_kernel[(plan.batch, slabs)](
+        launch(
+            qr_gram_kernel, (plan.batch, slabs),
             h, g, plan.n, op.col, op.width, op.gram_rows, *h.stride(), g.stride(0),
             num_warps=op.warps, **tiles,
         )  # fmt: skip
-    qr_tfactor_kernel[(plan.batch,)](
+    launch(
+        qr_tfactor_kernel, (plan.batch,),
         h, t, g, plan.n, op.col, op.width, op.nb, slabs, *h.stride(), t.stride(0), t.stride(1),
         g.stride(0), FROM_PARTS=bool(slabs), num_warps=op.warps, **tiles,
     )  # fmt: skip

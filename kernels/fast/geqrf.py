@@ -8,11 +8,11 @@ import torch
 from triton import knobs
 
 from .config import Config, load_config
+from .direct_launch import DirectPlan, direct_plan
 from .driver import Buffers, run_plan
 from .graphs import GraphCache
 from .interpret import patch_scalar_index
 from .plan import Plan, make_plan
-from .single_launch import SingleLaunch, single_launch
 
 
 class NonFiniteInputError(ValueError):
@@ -25,8 +25,8 @@ class FastGeqrf:
     def __init__(self, config: Config) -> None:
         self.config = config
         self._graphs = GraphCache()
-        # Per (device, batch, n): the plan, and its dispatch-free launch where it has one.
-        self._plans: dict[tuple[int, int, int], tuple[Plan | None, SingleLaunch | None]] = {}
+        # Per (device, batch, n): the plan, and its direct launches where it has them.
+        self._plans: dict[tuple[int, int, int], tuple[Plan | None, DirectPlan | None]] = {}
 
     def __call__(
         self, a: torch.Tensor, *, check_finite: bool = True
@@ -38,11 +38,11 @@ class FastGeqrf:
             patch_scalar_index()
         if batch == 0 or n == 0:
             return a.clone(memory_format=torch.contiguous_format), a.new_zeros((batch, n))
-        plan, single = self._plan(device, batch, n)
+        plan, direct = self._plan(device, batch, n)
         if plan is None:
             return _fallback(a, check_finite)
-        if single is not None:
-            h, tau, amax = single(a, device)
+        if direct is not None:
+            h, tau, amax = direct(a, device)
         elif plan.shape.graph and device >= 0:
             static = self._graphs.run(a, plan)
             h, tau, amax = static.h.clone(), static.tau.clone(), static.amax
@@ -54,19 +54,16 @@ class FastGeqrf:
             raise NonFiniteInputError("geqrf: A contains NaN or Inf")
         return h, tau
 
-    def _plan(
-        self, device_index: int, batch: int, n: int
-    ) -> tuple[Plan | None, SingleLaunch | None]:
+    def _plan(self, device_index: int, batch: int, n: int) -> tuple[Plan | None, DirectPlan | None]:
         """The plan of one shape on one device (-1: the CPU), from its architecture's configs,
-        and on a GPU the dispatch-free launch of a one-launch plan (single_launch.py; such a plan
-        has no launches for a CUDA graph to gather, so its `graph` setting is moot), made once:
-        small shapes pay for every host microsecond."""
+        and on a GPU its direct launches where it has them (direct_launch.py: one-launch plans
+        and `direct_launch` classes), made once: small shapes pay for every host microsecond."""
         key = (device_index, batch, n)
         if key not in self._plans:
             shape = self.config.for_arch(_arch(device_index)).for_shape(batch, n)
             plan = make_plan(batch, n, shape)
             on_gpu = plan is not None and device_index >= 0
-            self._plans[key] = (plan, single_launch(plan) if on_gpu else None)
+            self._plans[key] = (plan, direct_plan(plan) if on_gpu else None)
         return self._plans[key]
 
 
