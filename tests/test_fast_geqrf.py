@@ -2,6 +2,7 @@
 plain-PyTorch references. On a CPU-only machine the Triton kernels run in the interpreter."""
 
 import dataclasses
+import functools
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -471,10 +472,13 @@ def test_direct_launches_equal_the_plans_launches_for_any_layout(
 ) -> None:
     """Recorded launches keep one record per layout: a transposed input and a misaligned one (a
     view one float in) must each get their own, every call fresh outputs equal to the plan's
-    launches through Triton's dispatch, and the NaN check each call's own |A|max."""
+    launches through Triton's dispatch (bit for bit, but where row-split updates sum W with
+    atomics in no fixed order), and the NaN check each call's own |A|max."""
     solver = _solver_with(tmp_path, direct_launch=True, **overrides)
     plan = make_plan(batch, n, solver.config.for_arch(90).for_shape(batch, n))
     assert plan is not None and direct_plan(plan) is not None
+    exact = not any(isinstance(op, UpdateOp) and op.slab_rows for op in plan.ops)
+    same = torch.equal if exact else functools.partial(torch.allclose, rtol=1e-3, atol=1e-3)
     base = torch.randn(batch * n * n + 1, device="cuda")
     layouts = [
         torch.randn(batch, n, n, device="cuda"),
@@ -486,7 +490,7 @@ def test_direct_launches_equal_the_plans_launches_for_any_layout(
         run_plan(a, plan, expected)
         calls = [solver(a, check_finite=False), solver(a), solver(a, check_finite=False)]
         for h, tau in calls:
-            assert torch.equal(h, expected.h) and torch.equal(tau, expected.tau)
+            assert same(h, expected.h) and same(tau, expected.tau)
         assert len({h.data_ptr() for h, _ in calls}) == len(calls)
         _assert_passes(a, *calls[-1])
     # |A|max is scratch kept per layout: a NaN call's flag must not outlive that call.
