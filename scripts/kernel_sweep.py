@@ -80,6 +80,11 @@ AHEAD = {"update_apply_ahead": True}
 INNER_AHEAD = {"inner_update_apply_ahead": True}
 BOTH_AHEAD = {**AHEAD, **INNER_AHEAD}
 
+# Launches recorded once and made from the host with each call's A, H and τ (direct_launch.py),
+# in place of graph replay on copies or of Triton's dispatch.
+DIRECT = {"direct_launch": True}
+DISPATCH = {"direct_launch": False}
+
 # Knob changes tried per shape class, each against the class's shipped point. Every class with a
 # relaxed precision lists SAFE (3×TF32 everywhere) so that some variant passes with margin.
 VARIANTS: dict[str, list[dict[str, object]]] = {
@@ -91,6 +96,7 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         *PER_THREAD,
     ],
     "small": [
+        DIRECT,
         UNROLL,
         # Look-ahead launches at 190 registers: 2 programs an SM, 3 at 168, 4 at 128.
         {"update_max_registers": 168},
@@ -110,6 +116,7 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         STAGES_1,
     ],
     "medium": [
+        DISPATCH,
         AHEAD,
         INNER_AHEAD,
         BOTH_AHEAD,
@@ -183,6 +190,7 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         # Eager launches, the point before graph replay: ~200 launches and panel copies a call
         # left 60×1024 host-bound at 5.7–15.4 ms from one run to the next.
         {"graph": False},
+        DIRECT,
         UNROLL,
         CAPPED_ONE_STAGE,  # its 64-reflector updates: 900 programs in 3 rounds, not 4
         {"inner_update_block_n": 64},

@@ -4,8 +4,8 @@ At 20×32 the shipped kernel's call took 44–54 µs in the judge, and its captu
 of device time per replay (docs/benchmarks.md, 2026-12-02): the host set the pace. Per shape
 this prints, timed as the judge times a small spec (a window of WINDOW calls on fresh inputs
 between two events, after a device sync; median over REPS windows), µs per call:
-- geqrf: the shipped entry as configured (one-panel plans launch straight from the host,
-  fast/single_launch.py);
+- geqrf: the shipped entry as configured (one-launch plans launch straight from the host,
+  fast/direct_launch.py);
 - CUDA graph: the plan's launches replayed from a graph on a static copy, outputs copied out;
 - Triton dispatch: the plan's launches each through Triton's dispatch, into fresh buffers;
 - device: the captured launches replayed back to back: the device's own time;
