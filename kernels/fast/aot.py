@@ -83,22 +83,6 @@ class Launch:
         return self.kernel.__name__, repr(_compile_inputs(self))
 
 
-class _Recorder:
-    """Stands in for a kernel in driver.py: `kernel[grid](...)` appends a Launch."""
-
-    def __init__(self, kernel: triton.JITFunction, plan: Plan, log: list[Launch]) -> None:
-        self.kernel, self.plan, self.log = kernel, plan, log
-
-    def __getitem__(self, grid: object) -> object:
-        def launch(*args: object, **kwargs: object) -> None:
-            if "PAIR_REDUCE" in kwargs:  # the driver turns it off for CPU tensors only
-                kwargs["PAIR_REDUCE"] = self.plan.shape.panel_pair_reduce
-            shape = tuple(grid) if isinstance(grid, tuple) else (int(grid),)  # type: ignore[arg-type]
-            self.log.append(Launch(self.kernel, args, kwargs, _describe(self.plan), shape))
-
-        return launch
-
-
 def _describe(plan: Plan) -> str:
     shape = plan.shape
     knobs = f"path={shape.path} lookahead={shape.lookahead} split={shape.panel_split_rows}"
@@ -116,11 +100,20 @@ def driver_kernels() -> dict[str, triton.JITFunction]:
 
 
 def record_launches(plan: Plan) -> list[Launch]:
-    """The launches run_plan makes for `plan`, in order, on meta tensors."""
+    """The launches run_plan makes for `plan`, in order, on meta tensors: the driver's `launch`
+    (launch_record.py), through which it makes every launch, only logs them here."""
     log: list[Launch] = []
-    recorders = {name: _Recorder(kernel, plan, log) for name, kernel in driver_kernels().items()}
+    where = _describe(plan)
+
+    def log_launch(
+        kernel: triton.JITFunction, grid: tuple[int, ...], *args: object, **kwargs: object
+    ) -> None:
+        if "PAIR_REDUCE" in kwargs:  # the driver turns it off for CPU tensors only
+            kwargs["PAIR_REDUCE"] = plan.shape.panel_pair_reduce
+        log.append(Launch(kernel, args, kwargs, where, tuple(grid)))
+
     a = torch.empty((plan.batch, plan.n, plan.n), device="meta")
-    with mock.patch.multiple(driver, **recorders):
+    with mock.patch.object(driver, "launch", log_launch):
         driver.run_plan(a, plan, driver.Buffers.allocate(a, plan))
     return log
 
