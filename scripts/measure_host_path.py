@@ -102,7 +102,9 @@ def print_pieces(candidate: object, a: torch.Tensor) -> None:
             a.data_ptr() % 16,
         ),
         "  current device and stream": lambda: get_stream(get_device()),
-        "  launch, addresses (DirectLaunch)": lambda: step(tensors, addresses),
+        "  launch, addresses (DirectLaunch)": lambda: step(
+            tensors, addresses, get_stream(get_device())
+        ),
         "  launch, tensors, Triton's runner": lambda: step.kernel[step.grid](
             a, h, tau, *step.args[3:]
         ),

@@ -503,6 +503,25 @@ def test_direct_launches_equal_the_plans_launches_for_any_layout(
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_direct_launches_on_two_streams_each_keep_their_own_scratch(tmp_path: Path) -> None:
+    """Recorded scratch is kept per stream: calls queued on two streams at once, each stream's
+    work waiting on nothing of the other's, still give each input its own factors."""
+    solver = _solver_with(tmp_path, direct_launch=True)
+    inputs = [torch.randn(40, 176, 176, device="cuda") for _ in range(8)]
+    expected = [solver(a, check_finite=False) for a in inputs]  # records the default stream's
+    streams = [torch.cuda.Stream(), torch.cuda.Stream()]
+    torch.cuda.synchronize()
+    results = []
+    for i, a in enumerate(inputs):
+        with torch.cuda.stream(streams[i % 2]):
+            results.append(solver(a, check_finite=False))
+    torch.cuda.synchronize()
+    for (h, tau), (h0, tau0) in zip(results, expected, strict=True):
+        assert torch.equal(h, h0) and torch.equal(tau, tau0)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_a_registered_launch_hook_still_sees_each_direct_launch(tmp_path: Path) -> None:
     """The direct launch skips Triton's hooks only while none is registered: a profiler that
     adds one must see every launch, with the kernel's name, and the factors stay right."""
@@ -575,7 +594,7 @@ def test_a_replayed_copy_reads_the_same_view_of_the_calls_own_h() -> None:
     target = torch.zeros(2, 4, 2)
     step = CopyStep(target, source, locate.place(source))
     h = torch.randn(2, 7, 7).transpose(1, 2)
-    step((a, h, tau), (0, 0, 0))
+    step((a, h, tau), (0, 0, 0), 0)
     assert torch.equal(target, h[:, 3:, 2:4])
 
 

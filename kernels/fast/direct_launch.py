@@ -13,8 +13,8 @@ Here the first call on a layout runs the plan through Triton's dispatch inside a
 with the addresses of its own A, H and τ put where the first call's were: every other argument,
 the integers Triton specialized on included, is the same for one plan and layout. The compiled
 kernels are kept per A's strides, A's alignment and the device. Scratch (T, W, |A|max, the
-panels' row-major copy) is made once per layout, so calls of one solver on one shape must not
-overlap on the device, as for its CUDA graphs.
+panels' row-major copy) is made once per layout and stream: calls on one stream run in turn, and
+calls on different streams each have their own.
 
 Plans with cuBLAS updates or joins are not recorded: their library calls allocate as they go.
 """
@@ -59,9 +59,12 @@ class DirectPlan:
         self, a: torch.Tensor, device: int
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(H, τ, |A|max) of `a`, a tensor of the plan's shape on CUDA device `device`; |A|max
-        is scratch that the next call on this layout overwrites."""
+        is scratch that the next call on this layout and stream overwrites. Each stream has its
+        own scratch, so calls on different streams may overlap; calls on one stream run in turn."""
         address = a.data_ptr()
-        key = (device, a.stride(), address % ALIGNMENT_BYTES)
+        active = driver.active  # the stream Triton's launches take: the current device's
+        stream = active.get_current_stream(active.get_current_device())
+        key = (device, stream, a.stride(), address % ALIGNMENT_BYTES)
         replay = self._layouts.get(key)
         if replay is None:
             out = Buffers.allocate(a, self.plan)
@@ -73,7 +76,7 @@ class DirectPlan:
         tensors = (a, h, tau)
         addresses = (address, h.data_ptr(), tau.data_ptr())
         for step in replay.steps:
-            step(tensors, addresses)
+            step(tensors, addresses, stream)
         return h, tau, replay.amax
 
 
@@ -137,10 +140,8 @@ class DirectLaunch:
             self.args.append(value)
         self._launcher, self._function = kernel.run, kernel.function
         self._metadata = kernel.packed_metadata
-        active = driver.active
-        self._device, self._stream = active.get_current_device, active.get_current_stream
 
-    def __call__(self, tensors: Tensors, addresses: tuple[int, int, int]) -> None:
+    def __call__(self, tensors: Tensors, addresses: tuple[int, int, int], stream: int) -> None:
         """What Triton's launch of a compiled kernel does, less its per-call set-up. Pointers go
         as integers, which its launcher takes without asking the driver about each. Its launch
         hooks are empty chains, never None, so Triton builds their metadata and calls both on
@@ -154,7 +155,7 @@ class DirectLaunch:
             self.kernel[self.grid](*args)
             return
         self._launcher(
-            *self.grid, self._stream(self._device()), self._function, self._metadata,
+            *self.grid, stream, self._function, self._metadata,
             None, None, None, *args,
         )  # fmt: skip
 
@@ -165,8 +166,8 @@ class ZeroStep:
     def __init__(self, target: torch.Tensor) -> None:
         self.target = target
 
-    def __call__(self, tensors: Tensors, addresses: tuple[int, int, int]) -> None:
-        self.target.zero_()
+    def __call__(self, tensors: Tensors, addresses: tuple[int, int, int], stream: int) -> None:
+        self.target.zero_()  # on torch's current stream: `stream`
 
 
 class CopyStep:
@@ -178,7 +179,7 @@ class CopyStep:
         self.source = source if place is None else None
         self.view = (tuple(source.shape), source.stride())
 
-    def __call__(self, tensors: Tensors, addresses: tuple[int, int, int]) -> None:
+    def __call__(self, tensors: Tensors, addresses: tuple[int, int, int], stream: int) -> None:
         if self.place is None:
             self.target.copy_(self.source)
             return
