@@ -22,7 +22,13 @@ from qrsup.kernels import blocked_wy
 from qrsup.kernels.checker import check_factors
 from qrsup.kernels.fast import driver
 from qrsup.kernels.fast.config import DEFAULT_CONFIGS, dump_config, load_config
-from qrsup.kernels.fast.direct_launch import CopyStep, DirectPlan, _Locator, direct_plan
+from qrsup.kernels.fast.direct_launch import (
+    CopyStep,
+    DirectLaunch,
+    DirectPlan,
+    _Locator,
+    direct_plan,
+)
 from qrsup.kernels.fast.driver import Buffers, l2_hints, mirror_kwargs, prescale, run_plan
 from qrsup.kernels.fast.geqrf import FastGeqrf, NonFiniteInputError, geqrf
 from qrsup.kernels.fast.interpret import patch_scalar_index
@@ -596,6 +602,42 @@ def test_a_replayed_copy_reads_the_same_view_of_the_calls_own_h() -> None:
     h = torch.randn(2, 7, 7).transpose(1, 2)
     step((a, h, tau), (0, 0, 0), 0)
     assert torch.equal(target, h[:, 3:, 2:4])
+
+
+class _StandInKernel:
+    """A compiled kernel's launch surface with a launcher that keeps what it is given."""
+
+    function, packed_metadata = 7, (4, 1, 0)
+
+    def __init__(self) -> None:
+        self.launches: list[tuple[object, ...]] = []
+
+    def run(self, *args: object) -> None:
+        self.launches.append(args)
+
+
+def test_a_direct_launch_puts_each_calls_addresses_where_the_recorded_ones_were() -> None:
+    """Pointers into A, H or τ (views included) become this call's address plus the recorded
+    byte offset; scratch pointers and every other argument stay as recorded; no launch hooks."""
+    a, h, tau = torch.randn(2, 6, 6)[:, 1:, 1:], torch.empty(2, 5, 5), torch.empty(2, 5)
+    scratch = torch.zeros(8)
+    compiled = _StandInKernel()
+    args = (a, h[:, 2:], tau, scratch, 5, 3.5, "tf32x3")
+    record = LaunchRecord(compiled, (2, 3, 1), args)
+    step = DirectLaunch(record, _Locator((a, h, tau)))
+    addresses = (1 << 20, 2 << 20, 3 << 20)
+    step((a, h, tau), addresses, 99)
+    (launched,) = compiled.launches
+    assert launched[:7] == (2, 3, 1, 99, 7, (4, 1, 0), None) and launched[7:9] == (None, None)
+    assert launched[9:] == (
+        addresses[0],
+        addresses[1] + 2 * 5 * 4,
+        addresses[2],
+        scratch.data_ptr(),
+        5,
+        3.5,
+        "tf32x3",
+    )
 
 
 def test_direct_launches_go_to_one_launch_plans_and_classes_that_ask() -> None:
