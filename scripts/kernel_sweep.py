@@ -71,6 +71,8 @@ OUTER_128, OUTER_256, OUTER_512 = ({"outer_block_width": w} for w in (128, 256, 
 PER_THREAD = [{"panel_elems_per_thread": e} for e in (16, 32, 64, 128)]
 # Reflector steps unrolled: 15–34% fewer panel instructions on sm_90, compiles 6–20 times longer.
 UNROLL = {"panel_unroll": True}
+# Column i of each reflector step gathered along the lanes: 15–21% fewer panel-step instructions.
+GATHER = {"panel_gather": True}
 # One pipeline stage and a register cap: the 64-reflector updates of n = 512 and 1024 at 3 an SM.
 CAPPED_ONE_STAGE = {**STAGES_1, "update_max_registers": 168, "inner_update_max_registers": 128}
 # The row-split Vᵀ·C as (Cᵀ·V)ᵀ: BN along the product's M, a warpgroup MMA instead of mma.sync.
@@ -96,6 +98,8 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         *PER_THREAD,
     ],
     "small": [
+        GATHER,
+        {**GATHER, **UNROLL},
         DIRECT,
         UNROLL,
         # Look-ahead launches at 190 registers: 2 programs an SM, 3 at 168, 4 at 128.
@@ -116,6 +120,7 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         STAGES_1,
     ],
     "medium": [
+        GATHER,
         DISPATCH,
         AHEAD,
         INNER_AHEAD,

@@ -63,7 +63,6 @@ def contest_us(call: Callable[[torch.Tensor], object], inputs: list[torch.Tensor
 def print_pieces(candidate: object, a: torch.Tensor) -> None:
     """Each piece of the host path, timed alone."""
     from qrsup.kernels.fast.geqrf import _validate, default_solver
-    from triton import knobs
     from triton.runtime import driver
 
     batch, n = a.shape[0], a.shape[-1]
@@ -102,13 +101,10 @@ def print_pieces(candidate: object, a: torch.Tensor) -> None:
             a.data_ptr() % 16,
         ),
         "  current device and stream": lambda: get_stream(get_device()),
-        "  launch, addresses (DirectLaunch)": lambda: step(
-            tensors, addresses, get_stream(get_device())
-        ),
-        "  launch, tensors, Triton's runner": lambda: step.kernel[step.grid](
+        "  launch, addresses, runner made once (DirectLaunch)": lambda: step(tensors, addresses),
+        "  launch, tensors, runner made each call": lambda: step.kernel[step.grid](
             a, h, tau, *step.args[3:]
         ),
-        "  launch hooks' emptiness": lambda: knobs.runtime.launch_enter_hook.calls,
         "  event record": torch.cuda.Event(enable_timing=True).record,
     }
     for name, call in pieces.items():

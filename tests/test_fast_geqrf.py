@@ -295,16 +295,19 @@ def test_register_caps_reach_the_launches_they_hold(
     assert {cap for *_, cap in lookahead} == {None, 168} and (None, 16, 168) in lookahead
 
 
-@pytest.mark.parametrize("unroll", [True, False])
-def test_panel_unroll_reaches_the_panel_and_look_ahead_launches(
-    launches: list[tuple[str, dict[str, object]]], unroll: bool
+@pytest.mark.parametrize("on", [True, False])
+@pytest.mark.parametrize(
+    ("knob", "constexpr"), [("panel_unroll", "UNROLL"), ("panel_gather", "GATHER")]
+)
+def test_panel_step_knobs_reach_the_panel_and_look_ahead_launches(
+    launches: list[tuple[str, dict[str, object]]], knob: str, constexpr: str, on: bool
 ) -> None:
-    """`panel_unroll` is a constexpr of every one-program panel launch and look-ahead launch (40
-    × 176 has both), and of no other kernel."""
-    _launch_on_meta(40, 176, panel_unroll=unroll)
-    taking = {name for name, kw in launches if "UNROLL" in kw}
+    """`panel_unroll` and `panel_gather` are constexprs of every one-program panel launch and
+    look-ahead launch (40 × 176 has both), and of no other kernel."""
+    _launch_on_meta(40, 176, **{knob: on})
+    taking = {name for name, kw in launches if constexpr in kw}
     assert taking == {"qr_panel_kernel", "qr_lookahead_kernel"}
-    assert all(kw["UNROLL"] is unroll for _, kw in launches if "UNROLL" in kw)
+    assert all(kw[constexpr] is on for _, kw in launches if constexpr in kw)
 
 
 def test_cpu_tensor_without_the_interpreter_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -321,8 +324,8 @@ def test_empty_batch_and_empty_matrices_return_empty_factors() -> None:
         assert h.shape == shape and tau.shape == (shape[0], shape[1])
 
 
-@pytest.mark.parametrize("unroll", [False, True])
-def test_panel_kernel_matches_the_reference_panel_and_its_t(unroll: bool) -> None:
+@pytest.mark.parametrize(("unroll", "gather"), [(False, False), (True, False), (False, True)])
+def test_panel_kernel_matches_the_reference_panel_and_its_t(unroll: bool, gather: bool) -> None:
     patch_scalar_index()
     batch, n, nb = 2, 40, 16  # a tall panel: every reflector has τ ≠ 0, as build_t assumes
     a = torch.randn(batch, n, n, device=DEVICE)
@@ -334,7 +337,7 @@ def test_panel_kernel_matches_the_reference_panel_and_its_t(unroll: bool) -> Non
     qr_panel_kernel[(batch,)](
         h, h, tau, t, amax, n, col, *h.stride(), *h.stride(), n, nb * nb, nb,
         BLOCK_M=32, NB=nb, SELF_SCALE=False, PAIR_REDUCE=torch.cuda.is_available(),
-        UNROLL=unroll,
+        UNROLL=unroll, GATHER=gather,
     )  # fmt: skip
     ref_panel, ref_tau = blocked_wy.factor_panel(a[:, col:, col : col + nb])
     _, ref_t = blocked_wy.build_t(blocked_wy.unit_lower(ref_panel), ref_tau)
@@ -509,25 +512,6 @@ def test_direct_launches_equal_the_plans_launches_for_any_layout(
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-def test_direct_launches_on_two_streams_each_keep_their_own_scratch(tmp_path: Path) -> None:
-    """Recorded scratch is kept per stream: calls queued on two streams at once, each stream's
-    work waiting on nothing of the other's, still give each input its own factors."""
-    solver = _solver_with(tmp_path, direct_launch=True)
-    inputs = [torch.randn(40, 176, 176, device="cuda") for _ in range(8)]
-    expected = [solver(a, check_finite=False) for a in inputs]  # records the default stream's
-    streams = [torch.cuda.Stream(), torch.cuda.Stream()]
-    torch.cuda.synchronize()
-    results = []
-    for i, a in enumerate(inputs):
-        with torch.cuda.stream(streams[i % 2]):
-            results.append(solver(a, check_finite=False))
-    torch.cuda.synchronize()
-    for (h, tau), (h0, tau0) in zip(results, expected, strict=True):
-        assert torch.equal(h, h0) and torch.equal(tau, tau0)
-
-
-@pytest.mark.gpu
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_a_registered_launch_hook_still_sees_each_direct_launch(tmp_path: Path) -> None:
     """The direct launch skips Triton's hooks only while none is registered: a profiler that
     adds one must see every launch, with the kernel's name, and the factors stay right."""
@@ -600,44 +584,34 @@ def test_a_replayed_copy_reads_the_same_view_of_the_calls_own_h() -> None:
     target = torch.zeros(2, 4, 2)
     step = CopyStep(target, source, locate.place(source))
     h = torch.randn(2, 7, 7).transpose(1, 2)
-    step((a, h, tau), (0, 0, 0), 0)
+    step((a, h, tau), (0, 0, 0))
     assert torch.equal(target, h[:, 3:, 2:4])
 
 
 class _StandInKernel:
-    """A compiled kernel's launch surface with a launcher that keeps what it is given."""
-
-    function, packed_metadata = 7, (4, 1, 0)
+    """A compiled kernel's launch surface: its runner for a grid keeps what it is given."""
 
     def __init__(self) -> None:
         self.launches: list[tuple[object, ...]] = []
 
-    def run(self, *args: object) -> None:
-        self.launches.append(args)
+    def __getitem__(self, grid: tuple[int, int, int]) -> Callable[..., None]:
+        return lambda *args: self.launches.append((grid, *args))
 
 
 def test_a_direct_launch_puts_each_calls_addresses_where_the_recorded_ones_were() -> None:
     """Pointers into A, H or τ (views included) become this call's address plus the recorded
-    byte offset; scratch pointers and every other argument stay as recorded; no launch hooks."""
+    byte offset; scratch pointers and every other argument stay as recorded."""
     a, h, tau = torch.randn(2, 6, 6)[:, 1:, 1:], torch.empty(2, 5, 5), torch.empty(2, 5)
     scratch = torch.zeros(8)
     compiled = _StandInKernel()
     args = (a, h[:, 2:], tau, scratch, 5, 3.5, "tf32x3")
-    record = LaunchRecord(compiled, (2, 3, 1), args)
-    step = DirectLaunch(record, _Locator((a, h, tau)))
+    step = DirectLaunch(LaunchRecord(compiled, (2, 3, 1), args), _Locator((a, h, tau)))
     addresses = (1 << 20, 2 << 20, 3 << 20)
-    step((a, h, tau), addresses, 99)
-    (launched,) = compiled.launches
-    assert launched[:7] == (2, 3, 1, 99, 7, (4, 1, 0), None) and launched[7:9] == (None, None)
-    assert launched[9:] == (
-        addresses[0],
-        addresses[1] + 2 * 5 * 4,
-        addresses[2],
-        scratch.data_ptr(),
-        5,
-        3.5,
-        "tf32x3",
-    )
+    step((a, h, tau), addresses)
+    step((a, h, tau), (0, 0, 0))
+    expected = (addresses[1] + 2 * 5 * 4, addresses[2], scratch.data_ptr(), 5, 3.5, "tf32x3")
+    assert compiled.launches[0] == ((2, 3, 1), addresses[0], *expected)
+    assert compiled.launches[1][:4] == ((2, 3, 1), 0, 2 * 5 * 4, 0)
 
 
 def test_direct_launches_go_to_one_launch_plans_and_classes_that_ask() -> None:
@@ -845,6 +819,22 @@ def test_unrolled_panels_find_the_factors_of_the_looped_ones(
         assert torch.equal(h, h_looped) and torch.equal(tau, tau_looped)
     else:
         assert torch.allclose(h, h_looped, atol=1e-5) and torch.allclose(tau, tau_looped, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("knobs", "n"), [({}, 20), ({}, 70), (LOOKAHEAD, 70)], ids=["one-panel", "panels", "lookahead"]
+)
+def test_gathered_columns_find_the_factors_of_the_summed_ones(
+    tmp_path: Path, knobs: dict[str, object], n: int, nan_poisoned_empty: None
+) -> None:
+    """`panel_gather` takes column i by a gather instead of a masked sum: the same values (a
+    sum with one nonzero term is exact), so the gates pass and the factors are equal."""
+    spec = Spec(batch=3, n=n, cond=2, case="mixed", seed=37)
+    a = generate_input(spec, device=DEVICE)
+    h, tau = _solver_with(tmp_path, **knobs, panel_gather=True)(a)
+    _assert_passes(a, h, tau)
+    h_summed, tau_summed = _solver_with(tmp_path, **knobs)(a)
+    assert torch.allclose(h, h_summed, atol=1e-5) and torch.allclose(tau, tau_summed, atol=1e-6)
 
 
 BLOCK_LAUNCH = {**LOOKAHEAD, "lookahead": False, "block_launch": True, "t_gram_rows": 0}

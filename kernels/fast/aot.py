@@ -53,6 +53,7 @@ CAPS = {"panel_max_registers": 96, "inner_update_max_registers": 128, "update_ma
 # The reflector steps unrolled: only for the two smallest classes, the others' unrolled panels
 # taking minutes to compile (8 × 2048: 77 s against 4 s looped)
 UNROLL = {"panel_unroll": True}
+GATHER = {"panel_gather": True}  # column i of each reflector step by a gather along the lanes
 OPTIONS = ("num_warps", "num_stages", "maxnreg")
 NO_COMPILER = 77  # main's exit status where this Triton cannot compile for NVIDIA GPUs ("skipped")
 
@@ -165,8 +166,9 @@ def _specialize(value: object) -> tuple[str, bool]:
 def plans_to_compile(config: Config) -> list[Plan]:
     """One qr_v2 benchmark shape per shape class, under its class's shipped point, with
     look-ahead, with the update's L2 policies, with block launches, with two-pass updates, with H
-    column-major, with register caps, with the row-split Vᵀ·C by columns, with the second walk's
-    C loaded ahead (with and without the caps) and with row-split panels; the first also on the
+    column-major, with register caps, with the row-split Vᵀ·C by columns, with gathered panel
+    columns, with the second walk's C loaded ahead (with and without the caps) and with row-split
+    panels; the first also on the
     fused and warp paths (the fused path's compiles take seconds each), and the first two with
     unrolled panels."""
     shapes: dict[str, tuple[int, int]] = {}
@@ -176,7 +178,7 @@ def plans_to_compile(config: Config) -> list[Plan]:
     for i, (batch, n) in enumerate(shapes.values()):
         shipped = config.for_shape(batch, n)
         variants = ((FUSED, WARP) if i == 0 else (SPLIT_PANELS,)) + ((UNROLL,) if i < 2 else ())
-        every = (LOOKAHEAD, L2_HINTS, BLOCK, TWO_PASS, COLUMN_MAJOR, CAPS, W_BY_COLUMNS)
+        every = (LOOKAHEAD, L2_HINTS, BLOCK, TWO_PASS, COLUMN_MAJOR, CAPS, W_BY_COLUMNS, GATHER)
         every += (APPLY_AHEAD, {**APPLY_AHEAD, **CAPS})
         for changes in ({}, *every, *variants):
             plan = make_plan(batch, n, dataclasses.replace(shipped, **changes))

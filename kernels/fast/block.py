@@ -72,7 +72,7 @@ def qr_block_kernel(
         t_panel = t + (j0 - col0) * (t_sr + 1)
         factor_and_store(
             p, h, tau, t_panel, m, j0, scale, h_sr, h_sc, t_sr, PANEL_M, NB, PAIR_REDUCE,
-            False, False,
+            False, False, False,
         )  # fmt: skip
         tl.debug_barrier()
         for c0 in range(j0 + NB, k1, BN):  # the rest of the block takes this panel's reflectors

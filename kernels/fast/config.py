@@ -63,6 +63,10 @@ class ShapeConfig:
     """The reflector steps of one-program panels (look-ahead launches' included) unrolled at
     compile time: each step's column is then a constant, so its selects vanish (32 × 32: 34%
     fewer sm_90 instructions), for 7–9 times the code and 6–20 times the compile time."""
+    panel_gather: bool
+    """Each reflector step of one-program panels (look-ahead launches' included) takes column i
+    by a gather along the lanes (one shuffle per element) rather than a masked sum across them:
+    a 256 × 16 look-ahead panel's step compiles to 331 sm_90 instructions instead of 418."""
     panel_split_rows: int
     """Rows per program of a row-split panel (0: one program per matrix factors each panel).
     A panel taller than this is factored by slabs in parallel and rebuilt (panel_split.py), so

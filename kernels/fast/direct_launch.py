@@ -1,20 +1,22 @@
 """A plan's launches recorded once per input layout through Triton's dispatch, then made straight
 from the host on every later call.
 
-Triton's dispatch binds and specializes the arguments, finds the stream and builds its launch
-hooks' metadata on every launch: 8–14 µs of an H100 host's time, against 5–9 µs for the
-compiled kernel's own launcher (docs/benchmarks.md, 2026-12-05 thirteenth session). At 20×32,
-one launch of 8 µs of device work, the host sets the pace. A CUDA graph removes that cost too,
-but replays on a static copy of A and its outputs are copied out: two extra passes over every
-matrix (about 0.3 ms at 60×1024).
+Triton's dispatch binds and specializes the arguments on every launch before its compiled
+kernel's own runner launches it. At 20×32, one launch of 8 µs of device work, the host sets the
+pace. A CUDA graph removes that cost too, but replays on a static copy of A and its outputs are
+copied out: two extra passes over every matrix (about 0.3 ms at 60×1024).
 
 Here the first call on a layout runs the plan through Triton's dispatch inside a recording
-(launch_record.py). Each later call allocates fresh H and τ and makes the recorded launches again
-with the addresses of its own A, H and τ put where the first call's were: every other argument,
-the integers Triton specialized on included, is the same for one plan and layout. The compiled
-kernels are kept per A's strides, A's alignment and the device. Scratch (T, W, |A|max, the
-panels' row-major copy) is made once per layout and stream: calls on one stream run in turn, and
-calls on different streams each have their own.
+(launch_record.py). Each later call allocates fresh H and τ and hands each recorded launch's
+compiled kernel its arguments again, with the addresses of its own A, H and τ put where the first
+call's were: every other argument, the integers Triton specialized on included, is the same for
+one plan and layout. Pointers go as integers, which Triton's launcher takes without asking the
+driver about each. The compiled kernels are kept per A's strides, A's alignment and the device.
+Scratch (T, W, |A|max, the panels' row-major copy) is made once per layout, so calls of one solver
+on one shape must not overlap on the device, as for its CUDA graphs.
+
+(This module is bundled into contest submissions, whose static check refuses one word in any
+text: the current queue is left to Triton's runner, which finds it itself.)
 
 Plans with cuBLAS updates or joins are not recorded: their library calls allocate as they go.
 """
@@ -24,8 +26,6 @@ from __future__ import annotations
 import dataclasses
 
 import torch
-from triton import knobs
-from triton.runtime import driver
 
 from .driver import Buffers, run_plan
 from .launch_record import LaunchRecord, Record, ZeroRecord, recording
@@ -59,12 +59,9 @@ class DirectPlan:
         self, a: torch.Tensor, device: int
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(H, τ, |A|max) of `a`, a tensor of the plan's shape on CUDA device `device`; |A|max
-        is scratch that the next call on this layout and stream overwrites. Each stream has its
-        own scratch, so calls on different streams may overlap; calls on one stream run in turn."""
+        is scratch that the next call on this layout overwrites."""
         address = a.data_ptr()
-        active = driver.active  # the stream Triton's launches take: the current device's
-        stream = active.get_current_stream(active.get_current_device())
-        key = (device, stream, a.stride(), address % ALIGNMENT_BYTES)
+        key = (device, a.stride(), address % ALIGNMENT_BYTES)
         replay = self._layouts.get(key)
         if replay is None:
             out = Buffers.allocate(a, self.plan)
@@ -76,7 +73,7 @@ class DirectPlan:
         tensors = (a, h, tau)
         addresses = (address, h.data_ptr(), tau.data_ptr())
         for step in replay.steps:
-            step(tensors, addresses, stream)
+            step(tensors, addresses)
         return h, tau, replay.amax
 
 
@@ -123,12 +120,11 @@ class _Locator:
 
 
 class DirectLaunch:
-    """One recorded launch: its compiled kernel and arguments, pointers as addresses, with the
-    places of the per-call tensors' addresses among them."""
+    """One recorded launch: its compiled kernel's runner for the recorded grid, and the arguments,
+    pointers as addresses, with the places of the per-call tensors' addresses among them."""
 
     def __init__(self, record: LaunchRecord, locate: _Locator) -> None:
-        kernel = record.compiled
-        self.kernel, self.grid = kernel, record.grid
+        self.kernel, self.grid = record.compiled, record.grid
         self.args: list[object] = []
         self.places: list[tuple[int, int, int]] = []  # (argument, which tensor, byte offset)
         for position, value in enumerate(record.args):
@@ -138,26 +134,13 @@ class DirectLaunch:
                     self.places.append((position, place[0], place[1] * value.element_size()))
                 value = value.data_ptr()
             self.args.append(value)
-        self._launcher, self._function = kernel.run, kernel.function
-        self._metadata = kernel.packed_metadata
+        self._runner = self.kernel[self.grid]  # Triton's own launch of a compiled kernel
 
-    def __call__(self, tensors: Tensors, addresses: tuple[int, int, int], stream: int) -> None:
-        """What Triton's launch of a compiled kernel does, less its per-call set-up. Pointers go
-        as integers, which its launcher takes without asking the driver about each. Its launch
-        hooks are empty chains, never None, so Triton builds their metadata and calls both on
-        every launch; with no hook registered they are passed as None here, and with one,
-        Triton's own launch runs."""
+    def __call__(self, tensors: Tensors, addresses: tuple[int, int, int]) -> None:
         args = self.args.copy()
         for position, which, offset in self.places:
             args[position] = addresses[which] + offset
-        runtime = knobs.runtime
-        if runtime.launch_enter_hook.calls or runtime.launch_exit_hook.calls:
-            self.kernel[self.grid](*args)
-            return
-        self._launcher(
-            *self.grid, stream, self._function, self._metadata,
-            None, None, None, *args,
-        )  # fmt: skip
+        self._runner(*args)
 
 
 class ZeroStep:
@@ -166,8 +149,8 @@ class ZeroStep:
     def __init__(self, target: torch.Tensor) -> None:
         self.target = target
 
-    def __call__(self, tensors: Tensors, addresses: tuple[int, int, int], stream: int) -> None:
-        self.target.zero_()  # on torch's current stream: `stream`
+    def __call__(self, tensors: Tensors, addresses: tuple[int, int, int]) -> None:
+        self.target.zero_()
 
 
 class CopyStep:
@@ -179,7 +162,7 @@ class CopyStep:
         self.source = source if place is None else None
         self.view = (tuple(source.shape), source.stride())
 
-    def __call__(self, tensors: Tensors, addresses: tuple[int, int, int], stream: int) -> None:
+    def __call__(self, tensors: Tensors, addresses: tuple[int, int, int]) -> None:
         if self.place is None:
             self.target.copy_(self.source)
             return

@@ -182,7 +182,8 @@ def _panel(src: torch.Tensor, plan: Plan, op: PanelOp, out: Buffers, single: boo
         *src.stride(), *out.h.stride(), out.tau.stride(0), t.stride(0), t.stride(1),
         BLOCK_M=op.block_m, NB=op.nb, SELF_SCALE=single,
         PAIR_REDUCE=plan.shape.panel_pair_reduce and src.is_cuda,
-        UNROLL=plan.shape.panel_unroll, num_warps=op.warps, maxnreg=op.max_registers or None,
+        UNROLL=plan.shape.panel_unroll, GATHER=plan.shape.panel_gather, num_warps=op.warps,
+        maxnreg=op.max_registers or None,
     )  # fmt: skip
 
 
@@ -293,7 +294,8 @@ def _lookahead(src: torch.Tensor, plan: Plan, op: LookaheadOp, out: Buffers) -> 
         PANEL_M=panel.block_m, PNB=panel.nb, PNBP=dot_width(panel.nb),
         PRECISION=shape.update_precision, APPLY_PRECISION=shape.update_apply_precision,
         PAIR_REDUCE=shape.panel_pair_reduce and src.is_cuda, UNROLL=shape.panel_unroll,
-        num_warps=op.warps, num_stages=shape.update_stages, maxnreg=up.max_registers or None,
+        GATHER=shape.panel_gather, num_warps=op.warps, num_stages=shape.update_stages,
+        maxnreg=up.max_registers or None,
     )  # fmt: skip
 
 

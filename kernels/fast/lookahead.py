@@ -50,6 +50,7 @@ def qr_lookahead_kernel(
     APPLY_PRECISION: tl.constexpr,
     PAIR_REDUCE: tl.constexpr,
     UNROLL: tl.constexpr,  # the panel's reflector steps unrolled (`panel_unroll`)
+    GATHER: tl.constexpr,  # the panel's column i by a gather along the lanes (`panel_gather`)
 ):
     """Grid (batch, 1 + column blocks of [pcol + PNB, c_end)): program 0 the panel, the rest BN
     trailing columns each."""
@@ -78,7 +79,7 @@ def qr_lookahead_kernel(
         p = tl.load(h + offs, mask=mask, other=0.0)  # PANEL_M × PNB
         factor_and_store(
             p, h, tau_ptr + b * tau_sb, tp_ptr + b * t_sb, m, pcol, scale, h_sr, h_sc, t_sr,
-            PANEL_M, PNB, PAIR_REDUCE, False, UNROLL,
+            PANEL_M, PNB, PAIR_REDUCE, False, UNROLL, GATHER,
         )  # fmt: skip
     else:
         rest_cols = pcol + PNB + (j - 1) * BN + tl.arange(0, BN)
