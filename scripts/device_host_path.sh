@@ -13,7 +13,7 @@ before=.kernel_before/kernels/fast
 source "$(dirname "$0")/device_common.sh"
 install_wheels
 record_env
-step gpu_tests 150 python -m pytest -q -p no:cacheprovider tests/test_fast_geqrf.py -k "warp or one_launch or single_launch or hook"
+step gpu_tests 150 python -m pytest -q -p no:cacheprovider tests/test_fast_geqrf.py -k "warp or one_launch or direct or hook or gather"
 after=$(mktemp -d)
 cp -r kernels/fast/. "$after/"
 use() { rm -rf kernels/fast && cp -r "$1" kernels/fast && install_qrsup; }

@@ -11,7 +11,7 @@ install_wheels
 record_env
 blocked=$(mktemp --suffix=.toml)
 sed '0,/^path = "warp"/s//path = "blocked"/' kernels/fast/configs.toml > "$blocked"
-step gpu_tests 150 python -m pytest -q -p no:cacheprovider tests/test_fast_geqrf.py -k "warp or one_launch or single_launch"
+step gpu_tests 150 python -m pytest -q -p no:cacheprovider tests/test_fast_geqrf.py -k "warp or one_launch or direct"
 for round in 1 2; do
   step "overhead_warp_$round" 60 python scripts/measure_launch_overhead.py --shape 20x32
   QRSUP_FAST_CONFIGS=$blocked step "overhead_panel_$round" 60 python scripts/measure_launch_overhead.py --shape 20x32
