@@ -513,8 +513,9 @@ def test_direct_launches_equal_the_plans_launches_for_any_layout(
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_a_registered_launch_hook_still_sees_each_direct_launch(tmp_path: Path) -> None:
-    """The direct launch skips Triton's hooks only while none is registered: a profiler that
-    adds one must see every launch, with the kernel's name, and the factors stay right."""
+    """Direct launches go through each compiled kernel's own runner, which calls Triton's launch
+    hooks: a profiler that adds one sees every launch, with the kernel's name, and the factors
+    stay right."""
     solver = _solver_with(tmp_path, path="warp")
     a = torch.randn(20, 32, 32, device="cuda")
     solver(a, check_finite=False)  # compiles: later calls launch directly

@@ -168,9 +168,8 @@ def plans_to_compile(config: Config) -> list[Plan]:
     look-ahead, with the update's L2 policies, with block launches, with two-pass updates, with H
     column-major, with register caps, with the row-split Vᵀ·C by columns, with gathered panel
     columns, with the second walk's C loaded ahead (with and without the caps) and with row-split
-    panels; the first also on the
-    fused and warp paths (the fused path's compiles take seconds each), and the first two with
-    unrolled panels."""
+    panels; the first also on the fused and warp paths (the fused path's compiles take seconds
+    each), and the first two with unrolled panels."""
     shapes: dict[str, tuple[int, int]] = {}
     for spec in get_suite("qr_v2").benchmarks:
         shapes.setdefault(config.for_shape(spec.batch, spec.n).name, (spec.batch, spec.n))

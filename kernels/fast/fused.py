@@ -69,7 +69,7 @@ def _factor_panel(
     mask = (r[:, None] < n - col) & (c[None, :] < ncols)
     offs = (col + r)[:, None] * h_sr + (col + c)[None, :]
     p = tl.load(h + offs, mask=mask, other=0.0)  # ROWS × NB
-    p, tt, taus = householder_tile(p, ROWS, NB, PAIR_REDUCE, False, False)
+    p, tt, taus = householder_tile(p, ROWS, NB, PAIR_REDUCE, False, False, False)
     tl.store(h + offs, p, mask=mask)
     tl.store(tau + col + c[None, :], taus, mask=c[None, :] < ncols)
     tl.store(t + (t_off + c[:, None]) * t_sr + t_off + c[None, :], tt)

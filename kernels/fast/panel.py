@@ -28,7 +28,7 @@ def householder_tile(
     PAIR_REDUCE: tl.constexpr,
     SKIP_T: tl.constexpr,  # nothing reads the tile's T (a panel that is the whole matrix)
     UNROLL: tl.constexpr,  # the NB steps unrolled at compile time (`panel_unroll`)
-    GATHER: tl.constexpr = False,  # column i taken by a gather along the lanes (`panel_gather`)
+    GATHER: tl.constexpr,  # column i taken by a gather along the lanes (`panel_gather`)
 ):
     """Householder QR of a BLOCK_M × NB register tile (rows past the matrix are zero).
 

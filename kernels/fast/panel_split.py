@@ -131,7 +131,7 @@ def qr_slab_kernel(
     offs_src = (first + r)[:, None] * src_sr + (col0 + c)[None, :] * src_sc
     p = tl.load(src_ptr + b * src_sb + offs_src, mask=mask, other=0.0)  # SLAB_M × NB
     p = p * tl.where(col0 == 0, scale_for(tl.load(amax_ptr + b)), 1.0)
-    p, t, _ = householder_tile(p, SLAB_M, NB, PAIR_REDUCE, False, False)
+    p, t, _ = householder_tile(p, SLAB_M, NB, PAIR_REDUCE, False, False, False)
     offs_dst = (first + r)[:, None] * dst_sr + (col0 + c)[None, :] * dst_sc
     tl.store(dst_ptr + b * dst_sb + offs_dst, p, mask=mask)
 
@@ -178,7 +178,7 @@ def qr_slab_join_kernel(
     real = (slab < slabs) & (within < n - first)
     stack_offs = (first + within)[:, None] * h_sr + (col0 + c)[None, :] * h_sc
     stack = tl.load(h + stack_offs, mask=real[:, None] & (cols >= within[:, None]), other=0.0)
-    p, t_st, _ = householder_tile(stack, STACK_M, NB, PAIR_REDUCE, False, False)
+    p, t_st, _ = householder_tile(stack, STACK_M, NB, PAIR_REDUCE, False, False, False)
     v_st = tl.where(rows > cols, p, tl.where(rows == cols, 1.0, 0.0))
     x_st = tl.dot(t_st, tl.trans(_top_rows(v_st, STACK_M, NB)), input_precision=EXACT)
     q_st = tl.where(rows == cols, 1.0, 0.0) - tl.dot(v_st, x_st, input_precision=EXACT)
