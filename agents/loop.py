@@ -52,7 +52,7 @@ from qrsup.agents.store import Store
 from qrsup.agents.tuner import source_hash
 from qrsup.kernels.judge.locks import file_lock
 from qrsup.kernels.judge.report import JudgeReport
-from qrsup.kernels.judge.static_checks import check_candidate_file
+from qrsup.kernels.judge.static_checks import CONTEST_FORBIDDEN_WORDS, check_candidate_file
 from qrsup.kernels.profiling.candidate import profile_candidate, trace_path_for, write_latest
 from qrsup.kernels.profiling.summary import ProfileSummary
 from qrsup.kernels.schema import (
@@ -343,7 +343,7 @@ class ResearchAgent:
         candidate_id = row.id
         path = self.paths.work(self.name) / f"{candidate_id}.py"
         path.write_text(proposal.source)
-        static = check_candidate_file(path, ("stream",))
+        static = check_candidate_file(path, CONTEST_FORBIDDEN_WORDS)
         if not static.ok:
             record.verdict, record.reason = Verdict.REJECTED, static.reason
             return None

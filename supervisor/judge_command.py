@@ -24,7 +24,7 @@ from qrsup.supervisor.executor_option import (
     placement_line,
     ray_device,
 )
-from qrsup.supervisor.judge_view import JudgeProgress, report_table, summary_lines
+from qrsup.supervisor.judge_view import JudgeProgress, report_table, summary_lines, terminal_safe
 from rich.console import Console
 
 BASELINE_CANDIDATE = Path(__file__).resolve().parent.parent / "kernels/candidates/torch_geqrf.py"
@@ -106,7 +106,21 @@ def judge_command(args: argparse.Namespace, console: Console) -> int:
         return _judge(args, console, executor)
 
 
+def json_destination(path: Path | None) -> None:
+    """Make sure `--json PATH` can be written before any judging: a run of minutes must not
+    end in a traceback over a missing folder. Its folder is made, as `export -o` does."""
+    if path is None:
+        return
+    if path.is_dir():
+        raise UsageError(f"--json: {path} is a directory; name a file")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"--json: cannot make the folder {path.parent}: {exc.strerror}") from None
+
+
 def _judge(args: argparse.Namespace, console: Console, executor: JudgeExecutor) -> int:
+    json_destination(args.json_out)
     ray = isinstance(executor, RayExecutor)
     device = ray_device(args.device, executor) if ray else resolve_device(args.device)
     seed = parse_seed(args.seed)
@@ -140,6 +154,11 @@ def _judge(args: argparse.Namespace, console: Console, executor: JudgeExecutor) 
     if getattr(args, "baseline", False):
         title = "baseline torch.geqrf"
         baseline = _judge_with_progress(executor, BASELINE_CANDIDATE, config, console, title)
+    if args.json_out is not None:  # first: what the run found is kept whatever the printing does
+        payload = {"report": report.to_dict()}
+        if baseline is not None:
+            payload["baseline"] = baseline.to_dict()
+        args.json_out.write_text(json.dumps(payload, indent=2))
     if warning := report.isolation_warning():
         print(f"qrsup: {warning}", file=sys.stderr)
     console.print(report_table(report, baseline))
@@ -149,12 +168,8 @@ def _judge(args: argparse.Namespace, console: Console, executor: JudgeExecutor) 
         console.print(placement_line(report.placement), highlight=False, markup=False)
     if report.candidate_output.strip() and not report.passed:
         console.print("[dim]candidate output (tail):[/]")
-        console.print(report.candidate_output[-2000:], markup=False, highlight=False)
-    if args.json_out is not None:
-        payload = {"report": report.to_dict()}
-        if baseline is not None:
-            payload["baseline"] = baseline.to_dict()
-        args.json_out.write_text(json.dumps(payload, indent=2))
+        output = terminal_safe(report.candidate_output[-2000:])
+        console.print(output, markup=False, highlight=False)
     return 0 if report.passed and (baseline is None or baseline.passed) else 1
 
 

@@ -2,15 +2,30 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from qrsup.kernels.judge.report import JudgeReport
 from qrsup.kernels.schema import ProgressUpdate
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 STATUS_STYLE = {"pass": "green", "skipped": "dim"}
+# Terminal control sequences (CSI, OSC, two-byte escapes) and the other control characters but
+# newline and tab: what a candidate prints must not clear or recolour the screen around a verdict.
+_CONTROL = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI: colours, cursor moves, clearing
+    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"  # OSC: titles, links
+    r"|\x1b[@-_]?"  # two-byte escapes, or a lone ESC
+    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]"
+)
+
+
+def terminal_safe(text: str) -> str:
+    """`text` without the control sequences a terminal would act on."""
+    return _CONTROL.sub("", text)
 
 
 def display_path(path: str) -> str:
@@ -91,7 +106,7 @@ def report_table(report: JudgeReport, baseline: JudgeReport | None = None) -> Ta
             row.append(f"{base / stats['mean_ns']:.2f}×" if base and stats else "—")
         residual = spec.get("diagnostics", {}).get("factor_scaled_max")
         row.append(f"{residual:.2f}" if residual is not None else "—")
-        row.append(spec_note(spec))
+        row.append(escape(spec_note(spec)))  # a candidate's exception text is not markup
         table.add_row(*row)
     return table
 
@@ -117,7 +132,7 @@ def summary_lines(report: JudgeReport, baseline: JudgeReport | None = None) -> l
     verdict_style = "green" if report.passed else "red"
     lines.append(f"verdict: [{verdict_style}]{report.verdict}[/]")
     if report.reason and not report.passed:
-        lines.append(f"reason: {report.reason.splitlines()[0]}")
+        lines.append(f"reason: {escape(report.reason.splitlines()[0])}")
     if report.geomean_ns is not None:
         text = f"geomean: {format_ms(report.geomean_ns)} ms"
         if baseline is not None and baseline.geomean_ns is not None:

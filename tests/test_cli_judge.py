@@ -29,6 +29,7 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
         (["bench", str(CANDIDATES / "blocked_wy.py"), "--device", "tpu"], "--device must be"),
         (["test", str(CHEATERS / "mentions_the_banned_word.py")], "forbidden word"),
         (["frobnicate"], "invalid choice"),
+        (["test", str(CANDIDATES / "blocked_wy.py"), "--json", str(CANDIDATES)], "is a directory"),
         (
             ["test", str(CANDIDATES / "blocked_wy.py"), "--suite", "smoke", "--hardening"],
             "the suite 'smoke' names no hardening cases",
@@ -76,3 +77,20 @@ def test_failing_candidate_exits_1(tiny_suite):
     result = run_cli("test", str(CHEATERS / "raises.py"), "--suite", str(tiny_suite))
     assert result.returncode == 1
     assert "verdict: error" in result.stdout
+
+
+def test_a_candidates_markup_and_escapes_are_printed_as_text_and_the_json_kept(
+    tiny_suite, tmp_path
+):
+    """The reason is the candidate's exception text and the output its own printing: neither
+    is read as markup or reaches the terminal as control codes. The JSON's new folder is made."""
+    out = tmp_path / "new" / "folder" / "report.json"
+    cheater = CHEATERS / "raises_with_markup_and_escapes.py"
+    result = run_cli("test", str(cheater), "--suite", str(tiny_suite), "--json", str(out))
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    words = " ".join(result.stdout.split())  # as wrapped to the terminal's width
+    assert "custom_kernel raised RuntimeError: [/x] closing tag" in words
+    assert "\x1b" not in result.stdout
+    assert "verdict: error" in result.stdout
+    assert json.loads(out.read_text())["report"]["verdict"] == "error"

@@ -6,6 +6,7 @@ import math
 from dataclasses import replace
 
 import pytest
+from qrsup.kernels.judge.contestant_process import ContestantFailure
 from qrsup.kernels.judge.integrity import (
     CPU_TOLERANCE,
     CUDA_TOLERANCE,
@@ -23,6 +24,7 @@ from qrsup.kernels.judge.integrity import (
 )
 from qrsup.kernels.judge.referee import (
     _abort_check_due,
+    _claimed_ns,
     _far_beyond,
     _launch_wait_ns,
     abort_factor,
@@ -411,3 +413,18 @@ def test_a_record_says_in_which_cycles_a_busy_hosts_toll_was_taken_out_and_why_n
     excusal = excusal_by_kind([plain, plain, starved, exported])
     assert excusal["excused_share"] == pytest.approx({"plain": 2 / 3, "exported": 0.0})
     assert excusal["other_threads_ns"] == {"plain": 0.5 * MS, "exported": 30 * MS}
+
+
+@pytest.mark.parametrize("claimed", [0, -MS, 10**400, 3 * MS, 2.5 * MS, "2000000", True, None])
+def test_a_claimed_time_the_referees_window_rules_out_ends_the_run_as_tampering(claimed):
+    """More than nothing, an integer, and inside the window the referee timed around it: a
+    claim of 0 or less once killed the referee (the geomean's log), and any other is forged."""
+    with pytest.raises(ContestantFailure) as failure:
+        _claimed_ns({"elapsed_ns": claimed}, 2 * MS)
+    assert failure.value.kind == "tamper"
+    assert f"claimed {claimed!r} ns for a timed window" in failure.value.reason
+
+
+def test_a_claim_inside_the_window_is_taken_as_given():
+    assert _claimed_ns({"elapsed_ns": 1}, 2 * MS) == 1
+    assert _claimed_ns({"elapsed_ns": 2 * MS + 10_000}, 2 * MS) == 2 * MS + 10_000

@@ -170,7 +170,29 @@ def test_a_candidate_that_reaches_into_input_preparation_fails_for_it(cheater, s
     assert report.verdict == "fail", report.reason
     spec = report.specs[0]
     assert spec["gate"] == "tamper", spec
-    assert "reached into the judge's input preparation" in report.reason
+    assert "reached into the judge's harness, seen as it prepared inputs" in report.reason
+    assert seen in report.reason
+
+
+@pytest.mark.parametrize(
+    ("cheater", "when", "seen"),
+    [
+        (
+            "patches_the_clock_class.py",
+            "prepared inputs",
+            "replaced qrsup.kernels.judge.contestant.DeviceClock.time_ns",
+        ),
+        ("replaces_the_harness_clock.py", "inspected outputs", "the contestant's clock"),
+        ("hides_the_export.py", "prepared inputs", "the contestant's _export"),
+    ],
+)
+def test_a_candidate_that_patches_the_harness_clock_or_export_fails_for_it(cheater, when, seen):
+    """The clock and the export are reached through a class or the contestant object, not a
+    module's names: each is watched, at every preparation and before outputs are inspected."""
+    report = judge(CHEATERS / cheater, "bench")
+    assert report.verdict == "fail", report.reason
+    assert report.specs[0]["gate"] == "tamper", report.specs[0]
+    assert f"reached into the judge's harness, seen as it {when}: " in report.reason
     assert seen in report.reason
 
 

@@ -43,3 +43,13 @@ def test_forbidden_word_any_case_with_line(tmp_path):
     check = check_candidate_file(path, ("stream",))
     assert not check.ok and "line 2" in check.reason
     assert check_candidate_file(path, ()).ok
+
+
+def test_source_nested_past_the_parsers_stack_is_refused_not_raised(tmp_path):
+    """`ast.parse` raises RecursionError on an attribute chain this deep; the check must answer
+    for it, since the agent's loop and `qrsup test` run it in their own process."""
+    path = tmp_path / "deep.py"
+    path.write_text("def custom_kernel(a):\n    return a\n_x = " + "a." * 300_000 + "b\n")
+    check = check_candidate_file(path, ())
+    assert not check.ok
+    assert check.reason == f"{path} is not Python this judge can parse (RecursionError)"

@@ -27,6 +27,7 @@ from pathlib import Path
 import torch
 from qrsup.kernels import generators
 from qrsup.kernels.generators import generate_input
+from qrsup.kernels.judge import export_area, protocol
 from qrsup.kernels.judge.export_area import ExportArea
 from qrsup.kernels.judge.harness_watch import HarnessWatch
 from qrsup.kernels.judge.library_warmup import warm_libraries
@@ -50,6 +51,9 @@ _record_function = torch.profiler.record_function
 _schedstat = schedstat
 
 MAX_TRACEBACK_CHARS = 8000
+# The contestant's attributes that change as it serves: the candidate, and each repetition's
+# inputs and outputs. Any other is the harness's own and must not change once it is built.
+PER_REPETITION = ("kernel", "originals", "inputs", "outputs")
 
 Kernel = Callable[[torch.Tensor], object]
 
@@ -101,8 +105,6 @@ class Contestant:
         if self.exports is not None and device.type == "cuda":
             self.exports.pin()  # before any candidate code, while the contestant waits for it
         self.clock = DeviceClock(device)
-        # Before any candidate code exists here: the tools that prepare its inputs, as they are.
-        self.watch = HarnessWatch([sys.modules[__name__], generators])
         self.kernel: Kernel | None = None
         self.originals: list[torch.Tensor] = []
         self.inputs: list[torch.Tensor] = []
@@ -113,6 +115,13 @@ class Contestant:
             else None
         )
         self.warmed = warm_libraries(device)  # before any candidate code: the same for each
+        # Before any candidate code exists here: the tools that prepare, time and hand back
+        # its work, as they are, this object's among them (the watch included).
+        self.watch = HarnessWatch([sys.modules[__name__], generators, export_area, protocol])
+        harness = {"contestant": (self, PER_REPETITION), "clock": (self.clock, ())}
+        if self.exports is not None:
+            harness["export area"] = (self.exports, ())
+        self.watch.add_objects(harness)
 
     def hello(self, _: dict) -> dict:
         return {"ok": True, "pid": os.getpid(), "device": str(self.device), "warmed": self.warmed}
@@ -198,7 +207,11 @@ class Contestant:
         return {"ok": True}
 
     def inspect(self, message: dict) -> dict:
-        """Rule checks on the last outputs; with `export`, write them where the referee reads."""
+        """Rule checks on the last outputs; with `export`, write them where the referee reads.
+        Refused, like a preparation, when the candidate has reached into the harness: what
+        it patched during its calls would otherwise only be seen at the next preparation."""
+        if tampered := self.watch.seen():
+            return {"ok": False, "kind": "tamper", "error": tampered}
         problems = [p for i, out in enumerate(self.outputs) for p in self._problems(i, out)]
         problems += self._aliasing_problems()
         problems += self._mutation_problems()

@@ -7,9 +7,17 @@ no timed window sees it. The referee's clock over the whole cycle catches that o
 larger than the harness's own noise: a small spec's whole kernel fits inside it.
 
 So the harness watches its own tools. Before the candidate is imported, it notes the objects
-behind the names its input generation uses and the interpreter's hooks; before and after every
-preparation, each must still be the same. This is not a wall: code that patches C functions or
-the CUDA driver goes unseen here and is left to the referee's clock (the README says so).
+behind the names its input generation uses, the interpreter's hooks, the methods of the
+harness's own classes, and the attributes of the harness's own objects that nothing but the
+harness sets (its clock, its export area, its watch); before and after every preparation, and
+before the outputs are inspected, each must still be the same. A class method or an object's
+attribute is how a candidate reaches the clock without touching a module name: patching
+`DeviceClock.time_ns` once claimed 1/50 of the real time on the CPU and passed, and replacing the
+contestant's clock or its export method went unseen too.
+
+This is not a wall: code that swaps a tool only while the harness is not looking, or patches C
+functions or the CUDA driver, goes unseen here and is left to the referee's clock (the README
+says so).
 """
 
 from __future__ import annotations
@@ -19,13 +27,14 @@ import gc
 import inspect
 import sys
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from types import ModuleType
 
 import torch
 from torch.utils._device import DeviceContext
 
 MONITORING_TOOLS = range(6)  # sys.monitoring's tool ids (Python 3.12+)
+_MISSING = object()  # what a removed attribute reads as
 
 
 def _callables(namespace: object, names: set[str] | None = None) -> dict[str, object]:
@@ -52,6 +61,23 @@ def torch_names(module: ModuleType) -> set[str]:
             if owner in ("torch", "torch.linalg"):
                 found.add(node.attr)
     return found
+
+
+def _own_classes(module: ModuleType) -> list[type]:
+    """The classes `module` defines (not those it imports)."""
+    name = module.__name__
+    return [v for v in vars(module).values() if isinstance(v, type) and v.__module__ == name]
+
+
+def _settled(obj: object, changing: frozenset[str]) -> dict[str, object]:
+    """`obj`'s own attributes but those the harness changes as it runs."""
+    return {name: value for name, value in vars(obj).items() if name not in changing}
+
+
+def _differing(before: dict[str, object], now: dict[str, object]) -> list[str]:
+    """Names bound to another object than before, added or removed, in order."""
+    changed = [name for name, value in before.items() if now.get(name, _MISSING) is not value]
+    return changed + [name for name in now if name not in before]
 
 
 def _name(module: ModuleType) -> str:
@@ -87,16 +113,31 @@ class HarnessWatch:
     """The harness's tools as they were before the candidate loaded."""
 
     def __init__(self, modules: Iterable[ModuleType]) -> None:
-        """Watch every callable of `modules` (the harness's own), the torch functions their
-        source calls, and every tensor method: the class's own dictionary only grows when code
-        patches a method of its C base."""
+        """Watch every callable of `modules` (the harness's own) and every attribute of the
+        classes they define, the torch functions their source calls, and every tensor method:
+        the class's own dictionary only grows when code patches a method of its C base."""
         modules = list(modules)
         used = set().union(*(torch_names(m) for m in modules))
         self._names = {_name(m): (m, _callables(m)) for m in modules}
         self._names["torch"] = (torch, _callables(torch, used))
         self._names["torch.linalg"] = (torch.linalg, _callables(torch.linalg, used))
+        self._classes = {
+            f"{_name(m)}.{cls.__name__}": (cls, dict(vars(cls)))
+            for m in modules
+            for cls in _own_classes(m)
+        }
+        self._objects: dict[str, tuple[object, frozenset[str], dict[str, object]]] = {}
         self._tensor_methods = _callables(torch.Tensor)
         self._hooks = _hooks()
+
+    def add_objects(self, objects: Mapping[str, tuple[object, Iterable[str]]]) -> None:
+        """Watch harness objects, once they are whole (this watch may be one of their
+        attributes): label → (object, the attributes the harness itself changes as it runs).
+        Every other attribute must stay bound to what it is now, and none be added: an
+        instance attribute named like a method hides the method."""
+        for label, (obj, changing) in objects.items():
+            kept = frozenset(changing)
+            self._objects[label] = (obj, kept, _settled(obj, kept))
 
     def changes(self) -> list[str]:
         """What the candidate replaced or installed since, in words; empty when nothing."""
@@ -105,6 +146,16 @@ class HarnessWatch:
             for label, (space, before) in self._names.items()
             for name, value in before.items()
             if vars(space).get(name) is not value
+        ]
+        found += [
+            f"{label}.{name}"
+            for label, (cls, before) in self._classes.items()
+            for name in _differing(before, dict(vars(cls)))
+        ]
+        found += [
+            f"the {label}'s {name}"
+            for label, (obj, changing, before) in self._objects.items()
+            for name in _differing(before, _settled(obj, changing))
         ]
         methods = _callables(torch.Tensor)
         found += [f"torch.Tensor.{name}" for name in methods.keys() - self._tensor_methods.keys()]
@@ -117,9 +168,13 @@ class HarnessWatch:
         installed = [f"installed {hook}" for hook, was in self._hooks.items() if now[hook] != was]
         return ([f"replaced {', '.join(found[:5])}"] if found else []) + installed
 
+    def seen(self) -> str:
+        """What changed, in one line, or ""."""
+        return "; ".join(self.changes())
+
     def guard(self, body: Callable[[], None]) -> str:
         """Run `body` (a preparation) between two looks; what changed, or ""."""
-        if changed := self.changes():
-            return "; ".join(changed)
+        if changed := self.seen():
+            return changed
         body()
-        return "; ".join(self.changes())
+        return self.seen()

@@ -29,6 +29,7 @@ from qrsup.kernels.judge.contestant_process import (
     ContestantProcess,
     Exchange,
 )
+from qrsup.kernels.judge.export_area import ExportArea
 from qrsup.kernels.judge.integrity import (
     CPU_TOLERANCE,
     CUDA_TOLERANCE,
@@ -161,6 +162,7 @@ class Referee:
         self.dead: ContestantFailure | None = None
         self.contestant = contestant
         self.warmup: CheckerWarmup | None = None
+        self._taken: torch.Tensor | None = None  # the last export's outputs (_take_export)
 
     def run(self) -> dict:
         started = time.monotonic()
@@ -337,9 +339,7 @@ class Referee:
         prepare = {"op": "prepare", "spec": shape, "seeds": seeds}
         prepared = self._ask(prepare, "prepare", "prepare")
         reply = prepared.reply
-        if reply.get("kind") == "tamper":
-            reason = f"the candidate reached into the judge's input preparation: {reply['error']}"
-            raise ContestantFailure("tamper", reason)
+        _refuse_tamper(reply, "prepared inputs")
         if not reply.get("ok"):
             raise ContestantFailure("crash", f"prepare: the harness failed: {reply.get('error')}")
         before_go = _Reading.of(proc)
@@ -356,11 +356,12 @@ class Referee:
             if outcome.calls == 0:
                 outcome.first_call_s = window / 1e9
             outcome.calls += 1
-        claimed = int(reply["elapsed_ns"])
+        claimed = _claimed_ns(reply, window)
         launch_wait = _launch_wait_ns(reply)
         exported = export_after(claimed)
         inspected = self._ask({"op": "inspect", "export": exported}, "inspect", "inspect")
         wall_end, end = time.perf_counter_ns(), _Reading.of(proc)
+        _refuse_tamper(inspected.reply, "inspected outputs")
         if not inspected.reply.get("ok"):
             error = inspected.reply.get("error")
             raise ContestantFailure("error", f"inspect: the harness failed: {error}")
@@ -369,6 +370,8 @@ class Referee:
             first = problems[0]
             outcome.fail("fail", str(first.get("reason", "rule violated")), str(first.get("gate")))
             raise _Stop
+        if exported and not calibrate:
+            self._taken = take_export(self.contestant.exports, spec, len(seeds), self.device)
         cycle_ns = wall_end - wall_start
         exchanges = (prepared, went, inspected)
         own_wait = sum(exchange.waited_ns for exchange in exchanges)
@@ -503,35 +506,34 @@ class Referee:
         return within_budget and self.random.random() < SAMPLED_RECHECK_PROBABILITY
 
     def _check_exported(self, outcome: SpecOutcome, seeds: list[int]) -> None:
-        """The gates, here, on inputs regenerated here, for every exported output."""
+        """The gates, here, on inputs regenerated here, for the outputs taken at the export."""
         start = time.monotonic()
         if self.warmup is not None:
             self.warmup.join()
         spec = outcome.spec
-        h_numel, tau_numel = spec.batch * spec.n * spec.n, spec.batch * spec.n
-        flat = self.contestant.exports.floats((h_numel + tau_numel) * len(seeds))
+        h_numel, tau_numel = _output_floats(spec)
+        taken, self._taken = self._taken, None
+        if taken is None or len(taken) != export_floats(spec, len(seeds)):
+            raise RuntimeError("the referee checks an export it did not take")  # a judge bug
         outcome.checks += 1
         offset = 0
         try:
             for i, seed in enumerate(seeds):
                 a = generate_input(spec.reseeded(seed), self.device)
-                h = flat[offset : offset + h_numel].view(spec.batch, spec.n, spec.n)
+                h = taken[offset : offset + h_numel].view(spec.batch, spec.n, spec.n)
                 offset += h_numel
-                tau = flat[offset : offset + tau_numel].view(spec.batch, spec.n)
+                tau = taken[offset : offset + tau_numel].view(spec.batch, spec.n)
                 offset += tau_numel
                 # A spec's first check grades as the contest does; later ones (re-checks of
                 # timed repetitions) look for wrong outputs with a cheaper float64 Q.
                 exact = outcome.checks == 1
-                result = check_factors(a, h.to(self.device), tau.to(self.device), exact_q=exact)
-                # A later export that writes nothing must not pass on what this one left.
-                tau.fill_(math.nan)
+                result = check_factors(a, h, tau, exact_q=exact)
                 outcome.merge_diagnostics(result.diagnostics)
                 if not result.ok:
                     where = f" (input {i} of {len(seeds)})" if len(seeds) > 1 else ""
                     outcome.fail("fail", result.reason + where, result.gate)
                     raise _Stop
         finally:
-            del flat  # a view of the shared area, which must not outlive it
             outcome.check_s += time.monotonic() - start
 
 
@@ -546,6 +548,55 @@ def _integrity_record(
         "cpu_excess_ns": cpu_excess_by_kind(cycles),
         "excusal": excusal_by_kind(cycles),
     }
+
+
+def _output_floats(spec: Spec) -> tuple[int, int]:
+    """How many float32 values one call's H and τ hold."""
+    return spec.batch * spec.n * spec.n, spec.batch * spec.n
+
+
+def export_floats(spec: Spec, count: int) -> int:
+    """How many float32 values an export of `count` calls' outputs holds, in the shared area."""
+    return sum(_output_floats(spec)) * count
+
+
+def take_export(area: ExportArea, spec: Spec, count: int, device: torch.device) -> torch.Tensor:
+    """The exported outputs, copied out of the shared area the moment the contestant has
+    answered, and the area's τ values poisoned behind them. The contestant can still write the
+    area afterwards: a candidate whose timed calls returned zeros once passed by writing the
+    right answers there from a thread while the referee regenerated inputs."""
+    exported = area.floats(export_floats(spec, count))
+    try:
+        taken = exported.to(device, copy=True)
+        h_numel, tau_numel = _output_floats(spec)
+        for offset in range(h_numel, len(exported), h_numel + tau_numel):
+            # A later export that writes nothing must not pass on what this one left.
+            exported[offset : offset + tau_numel].fill_(math.nan)
+        return taken
+    finally:
+        del exported  # a view of the shared area, which must not outlive it
+
+
+def _refuse_tamper(reply: dict, when: str) -> None:
+    """A contestant that saw its harness changed ends the run: its timings and answers came
+    from tools the candidate may have replaced."""
+    if reply.get("kind") == "tamper":
+        reason = f"the candidate reached into the judge's harness, seen as it {when}: "
+        raise ContestantFailure("tamper", reason + str(reply.get("error")))
+
+
+def _claimed_ns(reply: dict, window_ns: int) -> int:
+    """The contestant's events over its window, if the referee's own clock allows them: more
+    than nothing and no more than the window around them (clocks may differ by 0.1% and
+    10 µs). A claim of nothing once killed the referee, whose geomean took its log."""
+    claimed = reply.get("elapsed_ns")
+    if type(claimed) is int and 0 < claimed <= window_ns * 1.001 + 10_000:
+        return claimed
+    reason = (
+        f"the harness claimed {claimed!r} ns for a timed window the referee's clock measured "
+        f"at {window_ns} ns: the timer or the harness was tampered with"
+    )
+    raise ContestantFailure("tamper", reason)
 
 
 def _launch_wait_ns(reply: dict) -> float:

@@ -160,19 +160,23 @@ def judge_failure(verdict: str, reason: str, log: str) -> dict:
     return {"verdict": verdict, "reason": detail, "specs": []}
 
 
-OUTPUT_HEAD_CHARS = 4000
-OUTPUT_TAIL_CHARS = 12000
+OUTPUT_HEAD_BYTES = 4000
+OUTPUT_TAIL_BYTES = 12000
 
 
 def read_output(path: Path) -> str:
-    """A process's own stdout/stderr, head and tail, for the human."""
+    """A process's own stdout/stderr, head and tail, for the human. Only those bytes are read:
+    a candidate may fill its output file to the size limit (1 GiB), which read whole once
+    took the supervisor's process to 2.8 GB."""
     try:
-        data = path.read_bytes()
+        with path.open("rb") as file:
+            size = os.fstat(file.fileno()).st_size
+            if size <= OUTPUT_HEAD_BYTES + OUTPUT_TAIL_BYTES:
+                return file.read().decode("utf-8", errors="replace")
+            head = file.read(OUTPUT_HEAD_BYTES).decode("utf-8", errors="replace")
+            file.seek(size - OUTPUT_TAIL_BYTES)
+            tail = file.read(OUTPUT_TAIL_BYTES).decode("utf-8", errors="replace")
     except FileNotFoundError:
         return ""
-    text = data.decode("utf-8", errors="replace")
-    if len(text) <= OUTPUT_HEAD_CHARS + OUTPUT_TAIL_CHARS:
-        return text
-    skipped = len(text) - OUTPUT_HEAD_CHARS - OUTPUT_TAIL_CHARS
-    head, tail = text[:OUTPUT_HEAD_CHARS], text[-OUTPUT_TAIL_CHARS:]
-    return f"{head}\n[… {skipped} characters omitted …]\n{tail}"
+    skipped = size - OUTPUT_HEAD_BYTES - OUTPUT_TAIL_BYTES
+    return f"{head}\n[… {skipped} bytes omitted …]\n{tail}"

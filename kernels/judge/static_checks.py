@@ -42,6 +42,11 @@ def check_candidate_source(
         tree = ast.parse(source, filename=where)
     except SyntaxError as exc:
         return StaticCheck(False, f"{where} is not Python: {exc.msg} (line {exc.lineno})")
+    except (RecursionError, MemoryError, ValueError) as exc:
+        # Nesting deeper than the parser's stack, or too large for its memory: refused here,
+        # where it would otherwise take down the process that checks it.
+        what = type(exc).__name__
+        return StaticCheck(False, f"{where} is not Python this judge can parse ({what})")
     if not _defines_custom_kernel(tree):
         return StaticCheck(False, f"{where} does not define custom_kernel(A) at module level")
     word, line = find_forbidden_word(source, forbidden_words)
