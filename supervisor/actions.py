@@ -10,10 +10,10 @@ from concurrent.futures import Future
 from dataclasses import asdict, dataclass
 
 from qrsup.agents.advisor import build_advisor
-from qrsup.agents.evaluation import Evaluator, StageResult
+from qrsup.agents.evaluation import Evaluator
 from qrsup.agents.goals import GoalError, parse_goal
 from qrsup.agents.incumbent import REPO_ROOT
-from qrsup.agents.promotion import promote
+from qrsup.agents.promotion import Revalidation, promote
 from qrsup.agents.proposal import ParentCandidate
 from qrsup.agents.proposers.chat import ModelConfig
 from qrsup.agents.records import append_event
@@ -207,7 +207,7 @@ class SlowerRevalidation(ActionResult):
     """The revalidation measured slower than the incumbent: nothing committed yet; a person who
     confirms commits this same run (`promote_candidate(..., force=True, revalidated=…)`)."""
 
-    revalidation: StageResult | None = None
+    revalidation: Revalidation | None = None
     slower_by: float = 0.0
 
 
@@ -223,7 +223,7 @@ def promote_candidate(
     candidate_id: str,
     progress: Progress | None = None,
     force: bool = False,
-    revalidated: StageResult | None = None,
+    revalidated: Revalidation | None = None,
 ) -> ActionResult:
     """Revalidate on the full suite, then commit; a failing candidate changes nothing, and a
     slower one only when forced."""

@@ -11,7 +11,7 @@ import git
 import pytest
 from qrsup.agents.git_workspace import commit_incumbent
 from qrsup.agents.incumbent import REPO_ROOT
-from qrsup.agents.records import append_event
+from qrsup.agents.records import append_event, format_ms
 from qrsup.agents.session import AgentSpec, RunPaths
 from qrsup.agents.spaces import space_for
 from qrsup.agents.store import Store
@@ -30,8 +30,20 @@ from tests.tui_sessions import FrozenSampler
 
 pytestmark = pytest.mark.timeout(300)
 
-INCUMBENT_NS = 1_000.0  # recorded figures far faster than any CPU run: revalidation is slower
+INCUMBENT_NS = 1_000.0  # recorded figures far faster than any CPU run
 CANDIDATE_NS = 900.0
+# Appended to a candidate, a wait in every call: timed beside the incumbent, it is slower.
+SLOWED = """
+
+import time as _time
+
+_custom_kernel = custom_kernel
+
+
+def custom_kernel(a):
+    _time.sleep(0.02)
+    return _custom_kernel(a)
+"""
 
 
 def report(verdict: str, geomean_ns: float, seed: int, stage: str) -> dict:
@@ -49,12 +61,15 @@ def report(verdict: str, geomean_ns: float, seed: int, stage: str) -> dict:
     }
 
 
-def promotable_session(tmp_path, candidate_id: str = "c-16panels") -> tuple[RunPaths, str]:
-    """A git workspace whose incumbent and one candidate (16-column panels) are recorded."""
+def promotable_session(
+    tmp_path, candidate_id: str = "c-16panels", tail: str = ""
+) -> tuple[RunPaths, str]:
+    """A git workspace whose incumbent and one candidate (16-column panels, then `tail`) are
+    recorded."""
     paths = make_session(tmp_path, (AgentSpec("a1"),))
     space = space_for("blocked_wy", REPO_ROOT)
     source = space.render(space.default_point())
-    candidate = source.replace("panel_width=32", "panel_width=16")
+    candidate = source.replace("panel_width=32", "panel_width=16") + tail
     assert candidate != source
     with git.Repo(paths.root.parents[1]) as repo:  # closed: its git helpers end with it
         sha = commit_incumbent(repo, source, "Seed the incumbent")
@@ -121,14 +136,14 @@ def test_the_evidence_names_the_gain_its_noise_band_the_specs_and_the_seeds(tmp_
 
 
 def test_the_command_line_refuses_a_slower_revalidation_without_force(tmp_path, capsys):
-    paths, seed_sha = promotable_session(tmp_path)
+    paths, seed_sha = promotable_session(tmp_path, tail=SLOWED)
     workspace = paths.root.parents[1]
     where = ["--workspace", str(workspace), "--session", "t"]
     assert main([*where, "promote", "c-16panels"]) == 2
     out, err = capsys.readouterr()
     assert "noise band ±2.0% (assumed: nothing re-timed yet)" in out  # the evidence came first
     assert err.count("\n") == 1 and "slower than the incumbent c-incumbent" in err
-    assert "--force" in err
+    assert ", timed beside it); not promoted" in err and "--force" in err
     repo = git.Repo(workspace)
     assert repo.head.commit.hexsha == seed_sha
     assert main([*where, "promote", "c-16panels", "--force"]) == 0
@@ -137,12 +152,40 @@ def test_the_command_line_refuses_a_slower_revalidation_without_force(tmp_path, 
     assert revalidations(paths) == 2
 
 
+def test_a_person_s_promotion_weighs_the_candidate_against_the_incumbent_timed_beside_it(
+    tmp_path, capsys
+):
+    """The incumbent's stored figure (1 µs) is far faster than anything on this CPU: weighed
+    against it, every candidate read slower. Timed beside the revalidation on its seed, the
+    incumbent (blocked_wy) is far slower than torch.geqrf, which is promoted without --force,
+    and the commit, the promotion's record and the incumbent's evaluations all carry that
+    fresh figure."""
+    source = (REPO_ROOT / "kernels" / "candidates" / "torch_geqrf.py").read_text()
+    paths, _ = promotable_session(tmp_path, tail="\n" + source)
+    workspace = paths.root.parents[1]
+    assert main(["--workspace", str(workspace), "--session", "t", "promote", "c-16panels"]) == 0
+    capsys.readouterr()
+    message = git.Repo(workspace).head.commit.message
+    assert "; the incumbent timed beside it)" in message and "forced" not in message
+    store = Store(paths.store)
+    try:
+        fresh = [e for e in store.evaluations("c-incumbent") if e.agent == "human"]
+        revalidation = next(e for e in store.evaluations("c-16panels") if e.stage == "revalidate")
+        promotion = store.promotions()[-1]
+    finally:
+        store.close()
+    assert len(fresh) == 1 and fresh[0].stage == "full"
+    assert fresh[0].report["seed"] == revalidation.report["seed"]
+    assert promotion.previous_geomean_ns == fresh[0].geomean_ns > INCUMBENT_NS
+    assert f"was {format_ms(fresh[0].geomean_ns)}" in message
+
+
 @pytest.mark.anyio
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
 async def test_the_tui_shows_the_evidence_and_asks_again_when_the_revalidation_is_slower(
     tmp_path, anyio_backend
 ):
-    paths, seed_sha = promotable_session(tmp_path)
+    paths, seed_sha = promotable_session(tmp_path, tail=SLOWED)
     app = SupervisorApp(Fleet(paths))
     app.main.sampler = FrozenSampler(app.main.post_fact)
     async with app.run_test(size=(110, 40)) as pilot:
