@@ -24,7 +24,6 @@ from qrsup.agents.decision import Decider, Focus
 from qrsup.agents.evaluation import Evaluator, StageResult, geomean_over
 from qrsup.agents.fault_points import fault_point
 from qrsup.agents.git_workspace import WorkspaceError
-from qrsup.agents.goals import parse_goal
 from qrsup.agents.guidance import Guidance
 from qrsup.agents.heartbeat import Heartbeat
 from qrsup.agents.hooks import StatusHook
@@ -47,7 +46,7 @@ from qrsup.agents.recovery import commit_candidate, recover_branch, recover_prom
 from qrsup.agents.session import AgentSpec, RunPaths, SessionConfig
 from qrsup.agents.spend import recorded_spend
 from qrsup.agents.status_changes import StatusChanges
-from qrsup.agents.steering import AgentState, current_budget, take_messages
+from qrsup.agents.steering import AgentState, current_budget, current_goal, take_messages
 from qrsup.agents.store import Store
 from qrsup.agents.tuner import source_hash
 from qrsup.kernels.judge.locks import file_lock
@@ -121,11 +120,12 @@ class ResearchAgent:
         self.name = spec.name
         self.recorder = Recorder(paths, store, session.workspace, spec.name, spec.role)
         self.log = self.recorder.log
-        self.heartbeat = Heartbeat(paths.heartbeat(spec.name), spec.goal)
+        goal = current_goal(spec, store)
+        self.heartbeat = Heartbeat(paths.heartbeat(spec.name), goal.text)
         self.decider = Decider(
             paths, session, store, evaluator, self.recorder, self._progress, retime_focus
         )
-        self.state = AgentState(goal=parse_goal(spec.goal), budget=current_budget(spec, store))
+        self.state = AgentState(goal=goal, budget=current_budget(spec, store))
         spend = recorded_spend(store, paths.events(spec.name), spec.name)
         self.changes = StatusChanges(self.recorder.event, hook, spend, session.advisor_after)
         self.guidance = Guidance(guidance)
@@ -175,6 +175,8 @@ class ResearchAgent:
                 self.iteration,
                 self.store.incumbent_id,
             )
+            if self.heartbeat.beat.goal != self.state.goal.text:  # a person's goal, shown at once
+                self.heartbeat.update(goal=self.state.goal.text)
             if self.state.stop_requested:
                 break
             if budget := self._budget_used():

@@ -42,6 +42,19 @@ def current_budget(spec: AgentSpec, store: Store) -> CostBudget:
     return budget
 
 
+def current_goal(spec: AgentSpec, store: Store) -> Goal:
+    """The spec's goal, or the last one a person set by message (kept across restarts, as a
+    person's decisions are: a restart once went back to the session's goal)."""
+    goal = parse_goal(spec.goal)
+    for record in store.steering(spec.name):
+        if record.kind == "goal":
+            try:
+                goal = parse_goal(record.text)
+            except GoalError:
+                continue
+    return goal
+
+
 def take_messages(
     paths: RunPaths,
     store: Store,

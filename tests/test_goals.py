@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import pytest
 from qrsup.agents.goals import GoalError, parse_goal
+from qrsup.agents.session import AgentSpec
+from qrsup.agents.steering import current_goal
+from qrsup.agents.store import Store
 from qrsup.kernels.suites import QR_V2
 
 SPECS = QR_V2.benchmarks
@@ -47,3 +50,18 @@ def test_missing_data_is_not_met():
 def test_unparseable_goal_names_the_grammar(text):
     with pytest.raises(GoalError, match=r"geomean < 2\.0ms"):
         parse_goal(text)
+
+
+def test_a_persons_goal_outlives_a_restart_and_one_that_does_not_parse_is_passed_over(tmp_path):
+    """An agent starts from the last goal a person sent it (kept in the store as it was taken),
+    not from its spec's: a restart once went back to the session's goal."""
+    store = Store(tmp_path / "store.sqlite")
+    spec = AgentSpec("a1", goal="beat incumbent by 5%")
+    try:
+        assert current_goal(spec, store).text == "beat incumbent by 5%"
+        store.consume_steering("m1", "a1", "goal", "geomean < 15ms", 3)
+        store.consume_steering("m2", "a1", "goal", "faster please", 4)  # refused when taken
+        store.consume_steering("m3", "a2", "goal", "geomean < 1ms", 4)  # another agent's
+        assert current_goal(spec, store).text == "geomean < 15ms"
+    finally:
+        store.close()
