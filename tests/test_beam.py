@@ -6,8 +6,9 @@ import pytest
 from qrsup.agents.beam import Scored, Slot, place, source_lines
 from qrsup.agents.decision import geomean_noise
 from qrsup.agents.evaluation import StageResult
+from qrsup.agents.loop import best_full_stage_ns
 from qrsup.kernels.judge.report import JudgeReport
-from qrsup.kernels.schema import Inherited
+from qrsup.kernels.schema import Decision, Inherited, Iteration, Verdict
 
 INC = Scored("inc", "blocked_wy", 10.0, {0: 10.0, 1: 10.0}, 20)
 PASSED = JudgeReport.from_dict(
@@ -88,3 +89,15 @@ def test_the_session_noise_stands_when_every_spec_was_timed_or_another_candidate
     assert geomean_noise(0.02, timed, "inc", 2) == 0.02
     lent = StageResult("full", PASSED, {0: 1.0, 1: 1.0}, Inherited("c-parent", (1,)))
     assert geomean_noise(0.02, lent, "inc", 2) == 0.02
+
+
+def test_an_agents_best_figure_is_a_full_stage_one_and_never_a_quick_stages():
+    """A restarted agent reads its best from its records: a quick stage's figure (another
+    rule's, and a rejected candidate's) once showed as its best beside a slower incumbent."""
+    quick = Iteration("a1", 1, Verdict.PASS, Decision.NOT_PROMISING, "c-q", geomean_ns=16.7e6)
+    full = Iteration("a1", 2, Verdict.PASS, Decision.REJECTED, "c-f", geomean_ns=24.4e6)
+    beam = Iteration("a1", 3, Verdict.PASS, Decision.BEAM_EXPLOIT, "c-b", geomean_ns=21.0e6)
+    failed = Iteration("a1", 4, Verdict.FAIL, Decision.REJECTED, "c-x", geomean_ns=1.0e6)
+    assert best_full_stage_ns([quick]) is None
+    assert best_full_stage_ns([quick, full, failed]) == 24.4e6
+    assert best_full_stage_ns([quick, full, beam, failed]) == 21.0e6
