@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from qrsup.agents import inbox
 from qrsup.agents.goals import Goal, GoalError, parse_goal
@@ -11,6 +12,8 @@ from qrsup.agents.recorder import Recorder
 from qrsup.agents.session import AgentSpec, RunPaths
 from qrsup.agents.spend import CostBudget, parse_cost_budget
 from qrsup.agents.store import Store
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -32,27 +35,26 @@ class AgentState:
 
 def current_budget(spec: AgentSpec, store: Store) -> CostBudget:
     """The spec's cost budget, or the last one a person set by message (kept across restarts)."""
-    budget = CostBudget(spec.max_usd, spec.max_tokens)
-    for record in store.steering(spec.name):
-        if record.kind == "budget":
-            try:
-                budget = parse_cost_budget(record.text)
-            except ValueError:
-                continue
-    return budget
+    default = CostBudget(spec.max_usd, spec.max_tokens)
+    return _last_set(store, spec.name, "budget", parse_cost_budget, default)
 
 
 def current_goal(spec: AgentSpec, store: Store) -> Goal:
     """The spec's goal, or the last one a person set by message (kept across restarts, as a
     person's decisions are: a restart once went back to the session's goal)."""
-    goal = parse_goal(spec.goal)
-    for record in store.steering(spec.name):
-        if record.kind == "goal":
+    return _last_set(store, spec.name, "goal", parse_goal, parse_goal(spec.goal))
+
+
+def _last_set(store: Store, agent: str, kind: str, parse: Callable[[str], T], default: T) -> T:
+    """The last value of `kind` a message to `agent` set, of those that parse, or `default`."""
+    value = default
+    for record in store.steering(agent):
+        if record.kind == kind:
             try:
-                goal = parse_goal(record.text)
-            except GoalError:
+                value = parse(record.text)
+            except ValueError:  # refused when it was taken; the one before stands
                 continue
-    return goal
+    return value
 
 
 def take_messages(
