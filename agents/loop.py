@@ -604,7 +604,7 @@ class ResearchAgent:
 
     def _idle(self, state: str, detail: str | None = None) -> None:
         """Between iterations without iterating: paused, goal met, or waiting for quota."""
-        changes: dict[str, object] = {"state": state, "goal": self.state.goal.text}
+        changes: dict[str, object] = {"state": state}
         if detail is not None:
             changes["detail"] = detail
         self.heartbeat.update(**changes, extra=self._beat_extra())

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import hashlib
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -149,9 +151,7 @@ def _beside(
 ) -> StageResult:
     """The incumbent's full stage on the revalidation's seed, right after it; stored as one of
     the incumbent's evaluations, since its figure is as fresh as the candidate's."""
-    with tempfile.TemporaryDirectory(prefix="qrsup-promote-") as scratch:
-        path = Path(scratch) / "incumbent.py"
-        path.write_text(incumbent.source)
+    with _as_file(incumbent.source) as path:
         run = evaluator.full(path, seed=revalidation.report.seed)
     store.add_evaluation(incumbent.id, by, 0, "full", run.report.to_dict(), run.spec_means_ns)
     return run
@@ -169,10 +169,17 @@ def sha256(source: str) -> str:
 
 
 def _revalidate(evaluator: Evaluator, source: str, progress: Progress | None) -> StageResult:
+    with _as_file(source) as path:
+        return evaluator.revalidate(path, progress)
+
+
+@contextmanager
+def _as_file(source: str) -> Iterator[Path]:
+    """`source` as a file the judge can take, for as long as the block runs."""
     with tempfile.TemporaryDirectory(prefix="qrsup-promote-") as scratch:
         path = Path(scratch) / "candidate.py"
         path.write_text(source)
-        return evaluator.revalidate(path, progress)
+        yield path
 
 
 def _commit_message(
@@ -188,7 +195,7 @@ def _commit_message(
     geomean_ns = result.report.geomean_ns
     change = ""
     if geomean_ns and before:
-        beside = _BESIDE.replace(", timed", "; the incumbent timed") if pair.incumbent else ""
+        beside = "; the incumbent timed beside it" if pair.incumbent else ""
         change = f" (was {format_ms(before)}, {100 * (geomean_ns / before - 1):+.1f}%{beside})"
     lines = [
         f"Promote {candidate_id}: geomean {format_ms(geomean_ns)}{change}",

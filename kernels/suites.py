@@ -43,6 +43,15 @@ class Spec:
     def input_bytes(self) -> int:
         return self.batch * self.n * self.n * 4
 
+    @property
+    def output_floats(self) -> tuple[int, int]:
+        """How many float32 values one call's H and τ hold."""
+        return self.batch * self.n * self.n, self.batch * self.n
+
+    def export_floats(self, calls: int) -> int:
+        """How many float32 values an export of `calls` calls' outputs holds: H then τ each."""
+        return sum(self.output_floats) * calls
+
     def reseeded(self, seed: int) -> Spec:
         return dataclasses.replace(self, seed=seed)
 

@@ -8,7 +8,7 @@ import os
 import pytest
 import torch
 from qrsup.kernels.judge.export_area import ExportArea
-from qrsup.kernels.judge.referee import export_floats, take_export
+from qrsup.kernels.judge.referee import take_export
 from qrsup.kernels.suites import Spec
 
 
@@ -69,16 +69,16 @@ def test_the_referee_checks_the_export_as_it_was_when_the_contestant_answered():
     spec = Spec(batch=2, n=3, cond=0, case="dense", seed=0)  # H: 18 values, τ: 6, per call
     referee = ExportArea.create(4096)
     contestant = ExportArea(os.dup(referee.fd))
-    contestant.floats(export_floats(spec, 2)).fill_(1.0)
+    contestant.floats(spec.export_floats(2)).fill_(1.0)
     taken = take_export(referee, spec, 2, torch.device("cpu"))
-    contestant.floats(export_floats(spec, 2)).fill_(7.0)  # a late write, after the answer
+    contestant.floats(spec.export_floats(2)).fill_(7.0)  # a late write, after the answer
     assert taken.tolist() == [1.0] * 48
     # The τ parts left behind are poisoned, so a later export that writes nothing fails.
     left = take_export(ExportArea(os.dup(referee.fd)), spec, 2, torch.device("cpu"))
     assert left.tolist()[18:24] == [7.0] * 6
-    contestant.floats(export_floats(spec, 2)).fill_(1.0)
+    contestant.floats(spec.export_floats(2)).fill_(1.0)
     take_export(referee, spec, 2, torch.device("cpu"))
-    values = referee.floats(export_floats(spec, 2)).tolist()
+    values = referee.floats(spec.export_floats(2)).tolist()
     assert [math.isnan(v) for v in values] == ([False] * 18 + [True] * 6) * 2
     contestant.close()
     referee.close()

@@ -162,7 +162,7 @@ class Referee:
         self.dead: ContestantFailure | None = None
         self.contestant = contestant
         self.warmup: CheckerWarmup | None = None
-        self._taken: torch.Tensor | None = None  # the last export's outputs (_take_export)
+        self._taken: torch.Tensor | None = None  # the last export's outputs (take_export)
 
     def run(self) -> dict:
         started = time.monotonic()
@@ -511,9 +511,9 @@ class Referee:
         if self.warmup is not None:
             self.warmup.join()
         spec = outcome.spec
-        h_numel, tau_numel = _output_floats(spec)
+        h_numel, tau_numel = spec.output_floats
         taken, self._taken = self._taken, None
-        if taken is None or len(taken) != export_floats(spec, len(seeds)):
+        if taken is None or len(taken) != spec.export_floats(len(seeds)):
             raise RuntimeError("the referee checks an export it did not take")  # a judge bug
         outcome.checks += 1
         offset = 0
@@ -550,25 +550,15 @@ def _integrity_record(
     }
 
 
-def _output_floats(spec: Spec) -> tuple[int, int]:
-    """How many float32 values one call's H and τ hold."""
-    return spec.batch * spec.n * spec.n, spec.batch * spec.n
-
-
-def export_floats(spec: Spec, count: int) -> int:
-    """How many float32 values an export of `count` calls' outputs holds, in the shared area."""
-    return sum(_output_floats(spec)) * count
-
-
 def take_export(area: ExportArea, spec: Spec, count: int, device: torch.device) -> torch.Tensor:
     """The exported outputs, copied out of the shared area the moment the contestant has
     answered, and the area's τ values poisoned behind them. The contestant can still write the
     area afterwards: a candidate whose timed calls returned zeros once passed by writing the
     right answers there from a thread while the referee regenerated inputs."""
-    exported = area.floats(export_floats(spec, count))
+    exported = area.floats(spec.export_floats(count))
     try:
         taken = exported.to(device, copy=True)
-        h_numel, tau_numel = _output_floats(spec)
+        h_numel, tau_numel = spec.output_floats
         for offset in range(h_numel, len(exported), h_numel + tau_numel):
             # A later export that writes nothing must not pass on what this one left.
             exported[offset : offset + tau_numel].fill_(math.nan)

@@ -105,8 +105,8 @@ class JudgeConfig:
         """The contestant's file-size limit: its largest export of factors, or the floor."""
         tests, benchmarks = self.judged_specs()
         rule = STOPPING_RULES[self.rule]
-        exports = [_export_bytes(s, 1) for s in tests]
-        exports += [_export_bytes(s, inputs_per_repetition(s, rule)) for s in benchmarks]
+        exports = [4 * s.export_floats(1) for s in tests]
+        exports += [4 * s.export_floats(inputs_per_repetition(s, rule)) for s in benchmarks]
         return max([MIN_FILE_LIMIT_BYTES, *exports]) + MIN_FILE_LIMIT_BYTES
 
     def contestant_launch(self) -> ContestantLaunch:
@@ -127,10 +127,6 @@ class JudgeConfig:
         tests = suite.tests if self.mode in ("test", "all") else ()
         benchmarks = suite.benchmarks if self.mode in ("bench", "all") else ()
         return tests, benchmarks
-
-
-def _export_bytes(spec: Spec, inputs: int) -> int:
-    return 4 * spec.batch * (spec.n * spec.n + spec.n) * inputs
 
 
 def evaluate(
