@@ -16,6 +16,7 @@ from qrsup.agents.records import (
     format_ms,
     log_submission,
     read_events,
+    shorten,
 )
 from qrsup.agents.session import RunPaths
 from qrsup.agents.store import Store
@@ -82,7 +83,7 @@ class Recorder:
         self.event(event)
         if record.evaluated:
             log_submission(self.workspace, event)
-        reason = f"\n  reason: {record.reason.splitlines()[0][:200]}" if record.reason else ""
+        reason = f"\n  reason: {shorten(record.reason, 200)}" if record.reason else ""
         self.log.write(
             f"it {record.iteration}: {record.verdict} → {record.decision} · "
             f"{format_ms(record.geomean_ns)} · {record.hypothesis or '—'}{reason}"

@@ -66,6 +66,20 @@ def format_ms(ns: float | None) -> str:
     return "—" if ns is None else f"{ns / 1e6:.4g} ms"
 
 
+def shorten(text: str, limit: int) -> str:
+    """The first line of `text` in at most `limit` characters: cut at a word boundary, with an
+    ellipsis, since a reason cut mid-word reads as another word ("cond" for "condition")."""
+    lines = text.strip().splitlines()
+    line = lines[0] if lines else ""
+    if len(line) <= limit:
+        return line
+    cut = line[: limit - 1]
+    word_start = cut.rfind(" ")
+    if word_start > limit // 2:  # a long token (a path) is cut where it must be
+        cut = cut[:word_start]
+    return cut.rstrip(" ,;:") + "…"
+
+
 def log_entry(event: Mapping[str, object]) -> str:
     """The human-readable `log.md` entry for one evaluated candidate."""
     means = event.get("spec_means_ns") or {}
@@ -81,8 +95,7 @@ def log_entry(event: Mapping[str, object]) -> str:
     if per_spec:
         lines.append(f"- per-spec (ms): {per_spec}")
     if event.get("reason"):
-        reason = str(event["reason"]).strip().splitlines()[0][:300]
-        lines.append(f"- reason: {reason}")
+        lines.append(f"- reason: {shorten(str(event['reason']), 300)}")
     return "\n".join(lines) + "\n"
 
 

@@ -15,6 +15,7 @@ from functools import partial
 from typing import ClassVar
 
 from qrsup.agents.lifecycle import Desired
+from qrsup.agents.records import shorten
 from qrsup.agents.session import AgentSpec
 from qrsup.agents.settings import SettingsError, load_settings
 from qrsup.agents.side_questions import SideAnswer
@@ -173,7 +174,7 @@ class SupervisorApp(App[str]):
     def on_side_answered(self, message: SideAnswered) -> None:
         """Shown whole when nothing else is open; otherwise its start, so no typing is cut off."""
         answer = message.answer
-        title = f"{answer.agent}: {answer.question[:60]} (from {answer.source})"
+        title = f"{answer.agent}: {shorten(answer.question, 60)} (from {answer.source})"
         if self.screen is self.main:
             self.push_screen(TextScreen(title, Content(answer.answer)))
         else:

@@ -7,7 +7,7 @@ import time
 from types import FrameType
 
 from qrsup.agents.lifecycle import Desired
-from qrsup.agents.records import format_ms, timestamp
+from qrsup.agents.records import format_ms, shorten, timestamp
 from qrsup.kernels.schema import Actor
 from qrsup.supervisor.event_tail import EventTail
 from qrsup.supervisor.fleet import Fleet
@@ -32,12 +32,12 @@ def event_line(event: dict) -> str | None:
         hypothesis = event.get("hypothesis") or "—"
         # A pass's reason too: "not promising" beside a geomean below the incumbent's reads as
         # a wrong call unless the quick-rule figures it was weighed by are on the same line.
-        reason = str(event.get("reason") or "").strip().splitlines()
-        tail = f" ({reason[0][:160]})" if reason else ""
+        reason = shorten(str(event.get("reason") or ""), 160)
+        tail = f" ({reason})" if reason else ""
         return (
             f"{stamp} {agent} it {event.get('iteration')} {event.get('candidate_id') or '—'} "
             f"{event.get('verdict')} {format_ms(event.get('geomean_ns'))} → {event.get('decision')}"
-            f" · {hypothesis[:100]}{tail}"
+            f" · {shorten(hypothesis, 100)}{tail}"
         )
     if kind == "goal_met":
         return f"{stamp} {agent} goal met: {event.get('goal')} by {event.get('candidate_id')}"

@@ -130,3 +130,17 @@ def test_a_passing_candidates_line_says_what_it_was_weighed_against():
     line = event_line(iteration)
     assert line.startswith("00:43:14 a1 it 5 c-df0513fa1c pass 20.09 ms → not promising")
     assert line.endswith("against the incumbent's 19.38 ms (quick rule, 4 evaluations old))")
+
+
+def test_a_long_reason_and_hypothesis_are_cut_between_words():
+    reason = "the quick stage failed its re-check on spec 3: " + "output column mismatch " * 12
+    hypothesis = "widen the panels and split the trailing update " * 4
+    iteration = {"event": "iteration", "agent": "a1", "time": "2026-12-05 00:43:14",
+                 "iteration": 6, "candidate_id": "c-1", "verdict": "fail",
+                 "decision": "rejected", "hypothesis": hypothesis, "reason": reason}  # fmt: skip
+    line = event_line(iteration)
+    shown_hypothesis = line.split(" · ", 1)[1].split(" (", 1)[0]
+    shown_reason = line.rsplit(" (", 1)[1].removesuffix(")")
+    for shown, whole in ((shown_hypothesis, hypothesis), (shown_reason, reason)):
+        assert shown.endswith("…") and whole.startswith(shown.removesuffix("…"))
+        assert whole[len(shown) - 1] == " "  # cut before a word, never inside one
