@@ -13,6 +13,7 @@ from qrsup.agents.advisor import build_advisor
 from qrsup.agents.evaluation import Evaluator
 from qrsup.agents.goals import GoalError, parse_goal
 from qrsup.agents.incumbent import REPO_ROOT
+from qrsup.agents.lifecycle import Desired, read_control
 from qrsup.agents.promotion import Revalidation, promote
 from qrsup.agents.proposal import ParentCandidate
 from qrsup.agents.proposers.chat import ModelConfig
@@ -123,7 +124,12 @@ def pause(fleet: Fleet, agent: str) -> ActionResult:
     if error := _known(fleet, agent):
         return error
     if not fleet.is_running(agent):
-        return ActionResult(False, f"{agent} is not running")
+        state = fleet.status(agent).state
+        return ActionResult(
+            False,
+            f"{agent} is not running ({state}), so there is nothing to pause; "
+            f"qrsup resume {agent} (or p here) starts it again",
+        )
     fleet.pause(agent, Actor.HUMAN, "paused by a person")
     return ActionResult(True, f"{agent} pauses after its evaluation in flight")
 
@@ -137,10 +143,19 @@ def resume(fleet: Fleet, agent: str) -> ActionResult:
         over = status.budget.exceeded(status.spend) or "its budget is reached"
         raise_it = f"raise it (qrsup budget {agent} …, or $ here) to go on"
         return ActionResult(False, f"{agent} is paused at its cost budget ({over}); {raise_it}")
+    if _runs_unpaused(fleet, agent, status.state):
+        running = f"{agent} is already running ({status.state})"
+        return ActionResult(False, f"{running}; nothing to resume")
     pid = fleet.resume(agent, Actor.HUMAN, "resumed by a person")
     if pid is None:
         return ActionResult(True, f"{agent} resumes at its next boundary")
     return ActionResult(True, f"{agent} started again (pid {pid}); it continues from its record")
+
+
+def _runs_unpaused(fleet: Fleet, agent: str, state: str) -> bool:
+    """Running, neither paused nor asked to pause or stop: a resume would change nothing."""
+    desired = read_control(fleet.paths, agent).desired
+    return state != "paused" and desired == Desired.RUN and fleet.is_running(agent)
 
 
 def stop_session(fleet: Fleet) -> ActionResult:

@@ -105,7 +105,12 @@ class SupervisorApp(App[str]):
         ),
         Binding("a", "advise", "Advise", tooltip="ask the advisor for ideas for the agent now"),
         Binding("b", "ask", "Ask", tooltip="ask a side question about the agent (by the way…)"),
-        Binding("p", "pause_resume", "Pause", tooltip="pause or resume the selected agent"),
+        Binding(
+            "p",
+            "pause_resume",
+            "Pause",
+            tooltip="pause the selected agent, or resume it when paused or not running",
+        ),
         Binding("k", "kill", "Kill", tooltip="kill the agent and its judge (asks first)"),
         Binding("r", "restart", "Restart", tooltip="restart the agent from its last record"),
         Binding("n", "add_agent", "Add", tooltip="add an agent to the session and start it"),
@@ -282,8 +287,10 @@ class SupervisorApp(App[str]):
         if status is not None and status.budget_paused:
             self.action_budget()  # paused at its budget: resuming means raising it
             return
-        paused = status is not None and status.state == "paused"
-        self._act(actions.resume if paused else actions.pause, agent)
+        # A paused agent resumes; so does one that is not running (stopped, killed, crashed):
+        # there is nothing to pause, and starting it again is what the key is pressed for.
+        held = status is not None and (status.state == "paused" or not status.alive)
+        self._act(actions.resume if held else actions.pause, agent)
 
     def action_kill(self) -> None:
         agent = self.selected_agent

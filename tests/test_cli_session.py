@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 from qrsup.agents import inbox
 from qrsup.agents.heartbeat import Beat, write_beat
+from qrsup.agents.lifecycle import Desired, control_path, decide, read_control
 from qrsup.agents.store import Store
+from qrsup.kernels.schema import Actor, Lifecycle
 from qrsup.supervisor.cli import main
+from qrsup.supervisor.fleet import Fleet
 
 from tests.tui_sessions import T0, frozen_session
 
@@ -134,3 +140,42 @@ def test_status_shows_each_agents_spend_and_the_sessions(session, capsys, monkey
     out = capsys.readouterr().out
     assert "$3.00!" in out and "$0.50" in out  # `!`: at its budget
     assert "session spend $3.50 · 24.0k tok" in out
+
+
+def test_pausing_a_stopped_agent_says_how_to_start_it_again(session, capsys):
+    paths, where = session
+    decide(paths, "a1", Lifecycle.STOP, Desired.STOPPED, Actor.HUMAN, "qrsup stop")
+    assert main([*where, "pause", "a1"]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "a1 is not running (stopped), so there is nothing to pause" in err
+    assert "qrsup resume a1" in err
+    assert read_control(paths, "a1").desired == Desired.STOPPED
+    assert inbox.pending(paths.inbox("a1")) == []
+
+
+@pytest.fixture
+def a1_running(session, monkeypatch):
+    """a1 runs (a stand-in process, its pid the agent's), the others are down."""
+    paths, _ = session
+    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    alive = lambda self, name: (  # noqa: E731
+        process.pid if name == "a1" and process.poll() is None else None
+    )
+    monkeypatch.setattr(Fleet, "pid", alive)
+    write_beat(paths.heartbeat("a1"), Beat(process.pid, "evaluating", 4, T0, "c-1a2b3c4d5e"))
+    yield process
+    process.kill()
+    process.wait()
+
+
+def test_resuming_a_running_agent_queues_nothing_and_says_it_runs(session, a1_running, capsys):
+    paths, where = session
+    assert main([*where, "resume", "a1"]) == 2
+    err = capsys.readouterr().err
+    assert "a1 is already running (evaluating); nothing to resume" in err
+    assert inbox.pending(paths.inbox("a1")) == []
+    assert not control_path(paths, "a1").exists()  # no decision recorded
+    write_beat(paths.heartbeat("a1"), Beat(a1_running.pid, "paused", 4, T0))
+    assert main([*where, "resume", "a1"]) == 0  # a paused one resumes
+    assert "a1 resumes at its next boundary" in capsys.readouterr().out
+    assert [m.kind for _, m in inbox.pending(paths.inbox("a1"))] == ["resume"]

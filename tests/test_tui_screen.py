@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from qrsup.agents import inbox
 from qrsup.agents.session import load_session
@@ -20,7 +22,7 @@ from textual.command import CommandList
 from textual.widgets import Input
 
 from tests.tui_pilot import notices, type_text, until
-from tests.tui_sessions import FrozenSampler, frozen_session
+from tests.tui_sessions import FrozenSampler, frozen_sample, frozen_session
 
 pytestmark = pytest.mark.anyio
 
@@ -294,3 +296,24 @@ async def test_panels_fit_small_terminals_without_overlapping(frozen_app, size):
         assert {w.id for w in shown} >= {"agents", "log", "beam", "leaderboard", "stats"}
         assert all(w.region.height >= 3 for w in shown if w.id != "stats")
         assert (frozen_app.main.query_one("#profile").display) == (size[1] >= 28)
+
+
+async def test_p_resumes_an_agent_that_is_stopped_and_pauses_one_that_runs(frozen_app, monkeypatch):
+    called = []
+    for name in ("pause", "resume"):
+        done = lambda fleet, agent, name=name: (  # noqa: E731
+            called.append((name, agent)) or actions.ActionResult(True, f"{name} {agent}")
+        )
+        monkeypatch.setattr(actions, name, done)
+    sample = frozen_sample()
+    stopped = replace(sample.statuses[0], state="stopped", alive=False, pid=None)
+    async with frozen_app.run_test(size=(100, 30)) as pilot:
+        await loaded(pilot)
+        await pilot.press("p")  # a1 evaluating: paused
+        await until(pilot, lambda: called == [("pause", "a1")], 5, "the pause")
+        frozen_app.main.post_fact(replace(sample, statuses=(stopped, *sample.statuses[1:])))
+        await until(pilot, lambda: frozen_app.main.statuses["a1"].state == "stopped", 5, "a1")
+        await pilot.press("p")  # stopped by qrsup stop: nothing to pause, so it resumes
+        await pilot.press("2", "p")  # a2 paused: resumed
+        await until(pilot, lambda: len(called) == 3, 5, "the resumes")
+    assert called[1:] == [("resume", "a1"), ("resume", "a2")]
