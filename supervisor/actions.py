@@ -6,6 +6,7 @@ mistake the person can make (an unknown agent, a bad goal, a failed candidate).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import asdict, dataclass
 
@@ -158,17 +159,30 @@ def _runs_unpaused(fleet: Fleet, agent: str, state: str) -> bool:
     return state != "paused" and desired == Desired.RUN and fleet.is_running(agent)
 
 
-def stop_session(fleet: Fleet) -> ActionResult:
-    """Stop every agent of the session with its judge; they stay stopped until resumed."""
+def stop_session(fleet: Fleet, stopping: Callable[[str], None] = lambda line: None) -> ActionResult:
+    """Stop every agent of the session with its judge; they stay stopped until resumed. Each
+    running agent finishes its evaluation in flight first, which `stopping` is told before the
+    wait; one still running after STOP_WAIT_S is killed."""
     running = [n for n in fleet.names() if fleet.is_running(n)]
     for name in fleet.names():
         fleet.stop(name, Actor.HUMAN, "qrsup stop")
+    if running:
+        who = (
+            f"{running[0]} finishes its"
+            if len(running) == 1
+            else f"{len(running)} agents ({', '.join(running)}) finish their"
+        )
+        wait = f"waiting up to {STOP_WAIT_S:g} s, then killing any still running"
+        stopping(f"stopping: {who} evaluation in flight ({wait})")
     left = fleet.wait_stopped(running, STOP_WAIT_S)
     for name in left:
         fleet.kill(name, Actor.HUMAN, f"still running {STOP_WAIT_S:g} s after qrsup stop")
-    stopped = ", ".join(running) or "none was running"
-    killed = f"; killed {', '.join(left)}, which did not stop in time" if left else ""
-    return ActionResult(True, f"stopped: {stopped}{killed}; qrsup resume NAME starts one again")
+    done = [name for name in running if name not in left]
+    said = [f"stopped {', '.join(done)}"] if done else []
+    said += [f"killed {', '.join(left)}, which did not stop in time"] if left else []
+    return ActionResult(
+        True, f"{'; '.join(said) or 'none was running'}; qrsup resume NAME starts one again"
+    )
 
 
 def advise(fleet: Fleet, agent: str) -> ActionResult:

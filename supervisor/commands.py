@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 from concurrent.futures import Future
+from functools import partial
 
 from qrsup.agents.records import format_ms
 from qrsup.agents.session import SessionError
@@ -121,7 +122,7 @@ def dispatch(args: argparse.Namespace, console: Console) -> int:
     elif args.command == "promote":
         result = _promote(fleet, args.candidate, args.force, console)
     elif args.command == "stop":
-        result = actions.stop_session(fleet)
+        result = actions.stop_session(fleet, partial(console.print, highlight=False, markup=False))
     else:
         verb = {
             "pause": actions.pause,

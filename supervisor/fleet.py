@@ -277,7 +277,8 @@ class Fleet:
         """Ask the agent to finish its evaluation in flight, record it, and exit; it stays
         stopped until a person starts it (or, for `Desired.QUIT`, until a relaunch)."""
         decide(self.paths, name, Lifecycle.STOP, desired, by, reason)
-        self.send(name, "stop", sender=str(by))
+        why = f" ({reason})" if reason else ""
+        self.send(name, "stop", f"stop after the evaluation in flight{why}", sender=str(by))
         pid = self.pid(name)
         if pid is not None:
             os.kill(pid, 15)

@@ -179,3 +179,24 @@ def test_resuming_a_running_agent_queues_nothing_and_says_it_runs(session, a1_ru
     assert main([*where, "resume", "a1"]) == 0  # a paused one resumes
     assert "a1 resumes at its next boundary" in capsys.readouterr().out
     assert [m.kind for _, m in inbox.pending(paths.inbox("a1"))] == ["resume"]
+
+
+def test_stop_says_the_agents_finish_their_evaluation_then_that_they_stopped(
+    session, a1_running, capsys
+):
+    paths, where = session
+    assert main([*where, "stop"]) == 0
+    lines = [" ".join(line.split()) for line in capsys.readouterr().out.strip().splitlines()]
+    assert lines == [
+        "stopping: a1 finishes its evaluation in flight (waiting up to 120 s, then killing any "
+        "still running)",
+        "stopped a1; qrsup resume NAME starts one again",
+    ]
+    assert a1_running.poll() is not None  # it was told (SIGTERM) and exited
+    for name in ("a1", "a2", "a3"):
+        ((_, message),) = inbox.pending(paths.inbox(name))
+        assert (message.kind, message.text) == (
+            "stop",
+            "stop after the evaluation in flight (qrsup stop)",
+        )
+        assert read_control(paths, name).desired == Desired.STOPPED
