@@ -144,7 +144,12 @@ def _promote(
     evidence = actions.promotion_evidence(fleet, candidate_id)
     if isinstance(evidence, actions.ActionResult):
         return evidence
-    for line in evidence.lines():
+    if_slower = (
+        "--force: a slower figure is committed too"
+        if force
+        else "a slower figure commits nothing (--force commits it anyway)"
+    )
+    for line in evidence.lines(if_slower):
         console.print(line, highlight=False, markup=False, soft_wrap=True)
     return actions.promote_candidate(fleet, candidate_id, force=force)
 

@@ -18,6 +18,7 @@ from qrsup.agents.store import Store
 from qrsup.kernels.schema import Candidate, Evaluation
 
 STAGES = ("quick", "full", "revalidate")
+ASKS_AGAIN = "a slower figure asks again before anything is committed"
 
 
 @dataclass(frozen=True)
@@ -38,8 +39,9 @@ class PromotionEvidence:
         new, old = self.candidate.geomean_ns, self.incumbent.geomean_ns if self.incumbent else None
         return 1 - new / old if new and old else None
 
-    def lines(self) -> list[str]:
-        """The evidence in a few lines, diff excluded."""
+    def lines(self, if_slower: str = ASKS_AGAIN) -> list[str]:
+        """The evidence in a few lines, diff excluded; `if_slower` says what a revalidation
+        measured slower than the incumbent leads to where these lines are shown."""
         c, inc = self.candidate, self.incumbent
         lines = [f"{c.id} by {c.agent} ({c.role}): {c.hypothesis}"]
         if inc is None:
@@ -60,7 +62,7 @@ class PromotionEvidence:
         lines += self.stages or ["no judge run of it is recorded"]
         lines.append(
             "on confirming: revalidated on every test and benchmark spec with a fresh secret "
-            "seed; a slower figure asks again before anything is committed"
+            f"seed; {if_slower}"
         )
         return lines
 

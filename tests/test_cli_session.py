@@ -11,6 +11,7 @@ from qrsup.agents.heartbeat import Beat, write_beat
 from qrsup.agents.lifecycle import Desired, control_path, decide, read_control
 from qrsup.agents.store import Store
 from qrsup.kernels.schema import Actor, Lifecycle
+from qrsup.supervisor import actions
 from qrsup.supervisor.cli import main
 from qrsup.supervisor.fleet import Fleet
 
@@ -200,3 +201,21 @@ def test_stop_says_the_agents_finish_their_evaluation_then_that_they_stopped(
             "stop after the evaluation in flight (qrsup stop)",
         )
         assert read_control(paths, name).desired == Desired.STOPPED
+
+
+def test_promote_on_the_command_line_says_a_slower_figure_needs_force(session, capsys, monkeypatch):
+    _, where = session
+    asked = []
+
+    def refused(fleet, candidate_id, force=False):
+        asked.append(force)
+        return actions.ActionResult(False, "revalidation measured slower; not promoted")
+
+    monkeypatch.setattr(actions, "promote_candidate", refused)
+    assert main([*where, "promote", "c-1a2b3c4d5e"]) == 2
+    out = " ".join(capsys.readouterr().out.split())
+    assert "a slower figure commits nothing (--force commits it anyway)" in out
+    assert "asks again" not in out
+    assert main([*where, "promote", "c-1a2b3c4d5e", "--force"]) == 2
+    assert "--force: a slower figure is committed too" in capsys.readouterr().out
+    assert asked == [False, True]
