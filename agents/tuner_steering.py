@@ -6,7 +6,8 @@ every class that has it), then a value: `panel_width=64`, `panel_width: 64`, `se
 64`, or a pasted hypothesis (`all.panel_width: 32 → 64`, where the value after the arrow counts).
 A bare `panel_width 64` pins nothing, since "avoid panel_width 16" reads the same way. A person's
 text the tuner takes nothing from is said to be so, with the forms it reads: in a CPU session a
-steer "try panel_width 64" was logged and then left unread, with no word of why.
+steer "try panel_width 64" was logged and then left unread, with no word of why. Advisor ideas,
+mostly free text, get one line saying what was taken from them or that they were ignored.
 """
 
 from __future__ import annotations
@@ -29,21 +30,26 @@ class SteeringRead:
     pins: Point
     focus: frozenset[str]
     notes: tuple[str, ...]
+    advice: str = ""
+    """What the tuner takes from the advisor's ideas, or that it ignores them; "" with none."""
 
     @property
     def transcript(self) -> str:
-        return "\n".join(f"steering: the tuner {note}" for note in self.notes)
+        lines = [f"steering: the tuner {note}" for note in self.notes]
+        return "\n".join(lines + ([f"advisor: the tuner {self.advice}"] if self.advice else []))
 
 
 def read_steering(
     steering: Sequence[str], ideas: Sequence[str], choices: Mapping[str, tuple[object, ...]]
 ) -> SteeringRead:
-    """Everything usable in a person's `steering` and an advisor's `ideas`; only the person's
-    unusable text and unknown values are reported, since advisor prose mentions knobs freely."""
+    """Everything usable in a person's `steering` and an advisor's `ideas`. The person's
+    unusable text and unknown values are reported one by one; advisor prose mentions knobs
+    freely, so its ideas get one line: what was taken from them, or that they were ignored."""
     classes = sorted({knob.split(".", 1)[0] for knob in choices})
     pins: Point = {}
     focus: set[str] = set()
     notes: list[str] = []
+    taken_from_ideas: list[str] = []
     for text, from_person in [(t, True) for t in steering] + [(t, False) for t in ideas]:
         found, unknown = _pins(text, choices)
         named = {c for c in classes if re.search(rf"(?<![\w-]){re.escape(c)}(?![\w-])", text)}
@@ -53,11 +59,27 @@ def read_steering(
             notes.extend(unknown)
             if not found and not named and not unknown:
                 notes.append(_unread(text, choices, classes))
+        else:
+            taken_from_ideas += [f"{k}={v}" for k, v in found.items()]
+            taken_from_ideas += [f"the class {c}" for c in sorted(named)]
     if pins:
         notes.append("pins " + ", ".join(f"{k}={v}" for k, v in sorted(pins.items())))
     if focus:
         notes.append("favours the classes " + ", ".join(sorted(focus)))
-    return SteeringRead(pins, frozenset(focus), tuple(notes))
+    advice = _advice(len(ideas), taken_from_ideas, choices, classes) if ideas else ""
+    return SteeringRead(pins, frozenset(focus), tuple(notes), advice)
+
+
+def _advice(
+    count: int, taken: list[str], choices: Mapping[str, tuple[object, ...]], classes: list[str]
+) -> str:
+    ideas = f"the advisor's {count} idea{'s' if count > 1 else ''}"
+    if taken:
+        return f"takes {', '.join(dict.fromkeys(taken))} from {ideas}"
+    return (
+        f"ignores {ideas}: it cannot use free text, only {_forms(choices, classes)}; "
+        "steer it with a pin to try one"
+    )
 
 
 def _pins(text: str, choices: Mapping[str, tuple[object, ...]]) -> tuple[Point, list[str]]:
@@ -110,8 +132,12 @@ def _coerce(raw: str, values: tuple[object, ...]) -> object | None:
 
 
 def _unread(text: str, choices: Mapping[str, tuple[object, ...]], classes: list[str]) -> str:
+    return f"takes nothing from {text!r}: it reads {_forms(choices, classes)}"
+
+
+def _forms(choices: Mapping[str, tuple[object, ...]], classes: list[str]) -> str:
     example = next(iter(choices)).split(".", 1)[-1]
     return (
-        f"takes nothing from {text!r}: it reads knob=value pins ({example}=…, or "
-        f"CLASS.{example}=… for one class) and class names ({', '.join(classes)})"
+        f"knob=value pins ({example}=…, or CLASS.{example}=… for one class) "
+        f"and class names ({', '.join(classes)})"
     )

@@ -24,7 +24,7 @@ from qrsup.agents.side_questions import AgentRecords, SideAnswer, SideQuestions
 from qrsup.agents.spaces import FAMILIES, space_for
 from qrsup.agents.spend import parse_cost_budget
 from qrsup.agents.store import Store, StoreError
-from qrsup.agents.tuner_steering import read_steering
+from qrsup.agents.tuner_steering import SteeringRead, read_steering
 from qrsup.kernels.schema import Actor, EventKind, Progress
 from qrsup.kernels.suites import get_suite
 from qrsup.supervisor.export import ExportError, stored_candidate, write_submission
@@ -66,9 +66,15 @@ def steer(fleet: Fleet, agent: str, text: str) -> ActionResult:
 def _tuner_notes(spec: AgentSpec, text: str) -> tuple[str, ...]:
     """What a tuner agent will take from `text`, said at once: a steer it cannot read would
     otherwise be found out only in the agent's log, an evaluation later."""
+    reading = _tuner_reading(spec, [text], [])
+    return reading.notes if reading else ()
+
+
+def _tuner_reading(spec: AgentSpec, steering: list[str], ideas: list[str]) -> SteeringRead | None:
+    """How a tuner agent reads steering and advisor ideas; None for other proposers."""
     if spec.proposer != "tuner" or spec.family not in FAMILIES:
-        return ()
-    return read_steering([text], [], space_for(spec.family, REPO_ROOT).choices()).notes
+        return None
+    return read_steering(steering, ideas, space_for(spec.family, REPO_ROOT).choices())
 
 
 def broadcast(fleet: Fleet, text: str) -> ActionResult:
@@ -201,10 +207,12 @@ def advise(fleet: Fleet, agent: str) -> ActionResult:
         return ActionResult(False, f"the advisor has no idea for {agent}: {advice.note}")
     for idea in advice.ideas:
         fleet.send(agent, "advisor", idea, sender="advisor")
+    reading = _tuner_reading(fleet.session.agent(agent), [], list(advice.ideas))
     return ActionResult(
         True,
         f"{len(advice.ideas)} idea(s) from {advice.source} queued for {agent}: "
-        + " | ".join(advice.ideas),
+        + " | ".join(advice.ideas)
+        + (f"; the tuner {reading.advice}" if reading else ""),
     )
 
 

@@ -11,8 +11,11 @@ from qrsup.agents.spaces import BlockedWySpace, FastKernelSpace
 from qrsup.agents.tuner import TunerProposer, source_hash
 from qrsup.agents.tuner_steering import read_steering
 from qrsup.kernels.suites import SMOKE
+from qrsup.supervisor import actions
+from qrsup.supervisor.fleet import Fleet
 
 from tests.test_tuner import context
+from tests.tui_sessions import frozen_session
 
 ROOT = Path(__file__).resolve().parent.parent
 BLOCKED = BlockedWySpace().choices()
@@ -72,11 +75,35 @@ def test_a_class_is_named_whole_so_medium_1024_is_not_medium():
     assert read_steering(["and medium too"], [], choices).focus == {"medium"}
 
 
-def test_advisor_prose_gives_its_pins_and_no_complaints():
+def test_advisor_prose_gives_its_pins_and_one_line_saying_what_was_taken():
     ideas = ["Wider panels cut the traffic.", "Try t_method=recurrence; panel_width=7 is odd."]
     read = read_steering([], ideas, BLOCKED)
     assert read.pins == {"all.t_method": "recurrence"}
-    assert read.transcript == "steering: the tuner pins all.t_method=recurrence"
+    assert read.transcript.splitlines() == [
+        "steering: the tuner pins all.t_method=recurrence",
+        "advisor: the tuner takes all.t_method=recurrence from the advisor's 2 ideas",
+    ]
+
+
+def test_advisor_ideas_the_tuner_cannot_use_are_said_to_be_ignored_in_its_log_line():
+    space = BlockedWySpace()
+    tuner = TunerProposer(space, SMOKE.benchmarks, list, lambda h: False, random.Random(5))
+    ideas = ["[playbook:cuda-graphs] replay the launches as one graph", "fuse the T build"]
+    outcome = tuner.propose(context(space.render(space.default_point()), ideas=ideas))
+    assert isinstance(outcome, Proposal)
+    assert outcome.transcript == (
+        "advisor: the tuner ignores the advisor's 2 ideas: it cannot use free text, only "
+        "knob=value pins (panel_width=…, or CLASS.panel_width=… for one class) and class names "
+        "(all); steer it with a pin to try one"
+    )
+
+
+def test_advice_asked_for_a_tuner_agent_says_at_once_that_the_tuner_ignores_it(tmp_path):
+    fleet = Fleet(frozen_session(tmp_path))
+    result = actions.advise(fleet, "a1")
+    assert result.ok and "idea(s) from playbook queued for a1" in result.message
+    assert result.message.endswith("steer it with a pin to try one")
+    assert "; the tuner ignores the advisor's" in result.message
 
 
 def test_the_tuners_proposal_carries_what_it_took_from_the_steer():
