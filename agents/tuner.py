@@ -78,10 +78,13 @@ class TunerProposer:
 
     def propose(self, context: ProposalContext) -> Proposal | ProposalFailure:
         choices = self.space.choices()
-        parent = self.space.read(context.parent.source)
+        read = self.space.read(context.parent.source)
+        parent = read
         if parent is None or set(parent) != set(choices):
             parent = {**self.space.default_point(), **(parent or {})}
             parent = {k: v for k, v in parent.items() if k in choices}
+        # The parent as recorded: a parent of another family comes without its source.
+        start = start_changes(read or context.parent.params or {}, parent, self.space.family)
         history = self.history()
         samples = [s for s in history if s.geomean_ns is not None]
         shunned = failing_values(history) | costly_values(history)
@@ -95,7 +98,7 @@ class TunerProposer:
             if not self.seen(source_hash(source)):
                 return Proposal(
                     source,
-                    hypothesis,
+                    "; ".join([*start, hypothesis]),
                     self.space.family,
                     params=dict(point),
                     transcript=steered.transcript,
@@ -232,6 +235,19 @@ class TunerProposer:
         for cls in focus:
             weights[cls] = weights.get(cls, 0.1) + 10.0
         return weights
+
+
+def start_changes(stated: Mapping[str, object], start: Point, family: str) -> list[str]:
+    """What the search's starting point changes in the parent as it stated its knobs, named in
+    every hypothesis: a parent of another family starts from this family's defaults (a
+    recursive_wy agent's first candidate changed `panel_impl` under a hypothesis naming one
+    other knob), and one without any shared knob starts from them whole."""
+    shared = [knob for knob in start if knob in stated]
+    if not shared:
+        return [f"from the {family} defaults"]
+    return [
+        f"{knob}: {stated[knob]} → {start[knob]}" for knob in shared if stated[knob] != start[knob]
+    ]
 
 
 def failing_values(samples: Sequence[Sample]) -> set[tuple[str, object]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from pathlib import Path
 
 from qrsup.agents.proposal import ParentCandidate, Proposal, ProposalContext, ProposalFailure
@@ -180,3 +181,26 @@ def test_a_knob_value_whose_point_outlasted_the_compile_patience_is_not_proposed
     ]
     proposed = _panel_widths_proposed(space, parent, history, 300)
     assert slow not in proposed and quick in proposed
+
+
+def test_a_hypothesis_names_every_knob_its_source_changes_in_a_parent_of_another_family():
+    """A structural agent's first parent is the incumbent of another family, handed over
+    without its source (its recorded knobs only): the search starts from this family's
+    defaults, and the panel_impl that start changes is named beside the mutation's."""
+    blocked, recursive = BlockedWySpace(), BlockedWySpace("recursive_wy")
+    incumbent = blocked.default_point()
+    parent = ParentCandidate("c-incumbent", "", "", "recursive_wy", None, params=incumbent)
+    tuner = TunerProposer(recursive, SMOKE.benchmarks, list, lambda h: False, random.Random(1))
+    for _ in range(5):
+        outcome = tuner.propose(replace(context(""), parent=parent))
+        assert isinstance(outcome, Proposal)
+        assert outcome.params["all.panel_impl"] == "recursive"
+        changed = [k for k, v in outcome.params.items() if incumbent[k] != v]
+        assert len(changed) >= 2
+        assert all(
+            f"{k}: {incumbent[k]} → {outcome.params[k]}" in outcome.hypothesis for k in changed
+        )
+    unknown = tuner.propose(context(""))  # nothing recorded of the parent
+    assert unknown.hypothesis.startswith("from the recursive_wy defaults; ")
+    same_family = tuner.propose(context(recursive.render(recursive.default_point())))
+    assert "panel_impl" not in same_family.hypothesis
