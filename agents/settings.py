@@ -99,7 +99,8 @@ class WorkspaceSettings:
     launch: LaunchDefaults = field(default_factory=LaunchDefaults)
     """A new session's defaults."""
     model: Mapping[str, object] = field(default_factory=dict)
-    """Model settings for `openai` agents; `base_url` from OPENAI_BASE_URL when that is set."""
+    """Model settings for `openai` agents, and for side questions about agents without a model;
+    `base_url` from OPENAI_BASE_URL when that is set."""
     commands: Mapping[str, str] = field(default_factory=dict)
     """Named command templates; `default` serves `--proposer command` without `--command`."""
     hooks: HookSettings = field(default_factory=HookSettings)

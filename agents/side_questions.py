@@ -31,6 +31,10 @@ from qrsup.agents.proposers.prompt_builder import (
 from qrsup.prompts.loader import PromptError, render
 
 _DIFF_CHARS = 6000
+NO_MODEL = (
+    "no model endpoint is configured for side questions (an openai agent's own model, else "
+    "`model` and `base_url` in the [model] table of the workspace's qrsup.toml)"
+)
 
 
 @dataclass(frozen=True)
@@ -43,7 +47,7 @@ class AgentRecords:
     state: str = ""
     """What the agent is doing, e.g. 'judging c3f9 (iteration 42)'."""
     candidate: ParentCandidate | None = None
-    """Its current candidate: the one it is working on or last proposed."""
+    """Its current candidate: the one being judged, else the one it last proposed."""
     parent_source: str = ""
     """The source the current candidate was derived from, for the diff."""
     recent: tuple[OutcomeSummary, ...] = ()
@@ -121,7 +125,7 @@ class SideQuestions:
         """The answer, worked out on the calling thread."""
         started = time.monotonic()
         if self._client is None:
-            found = _Found(answer_from_records(records), "records", "no model configured")
+            found = _Found(answer_from_records(records, NO_MODEL), "records", "no model configured")
         else:
             found = self._from_model(question, records)
         elapsed = time.monotonic() - started
@@ -146,11 +150,12 @@ class SideQuestions:
         try:
             prompt = self._prompt(question, records)
         except PromptError as exc:
-            return _Found(answer_from_records(records), "records", f"side-question prompt: {exc}")
+            note = f"side-question prompt: {exc}"
+            return _Found(answer_from_records(records, note), "records", note)
         reply = self._client.complete([{"role": "user", "content": prompt}])
         if isinstance(reply, ProposalFailure):
             note = f"model failed ({reply.kind}: {reply.reason})"
-            return _Found(answer_from_records(records), "records", note, reply.usage)
+            return _Found(answer_from_records(records, note), "records", note, reply.usage)
         note = "cut at the token limit" if reply.finish_reason == "length" else ""
         text = reply.text.strip() or reply.refusal or "(the model gave an empty answer)"
         return _Found(text, f"model:{self._client.config.model}", note, reply.usage)
@@ -175,10 +180,11 @@ class SideQuestions:
         )
 
 
-def answer_from_records(records: AgentRecords) -> str:
-    """What the records say about the agent: state, candidate, its change, last results."""
+def answer_from_records(records: AgentRecords, why: str) -> str:
+    """What the records say about the agent: state, candidate, its change, last results; the
+    first line says why no model answered."""
     lines = [
-        "No model answered this question; this is what the agent's records say.",
+        f"No model answered this question: {why}. This is what the agent's records say.",
         f"Agent {records.agent}" + (f" ({records.role})" if records.role else ""),
     ]
     if records.goal:

@@ -20,6 +20,7 @@ from qrsup.agents.proposal import ParentCandidate
 from qrsup.agents.proposers.chat import ModelConfig
 from qrsup.agents.records import append_event
 from qrsup.agents.session import AgentSpec, SessionError
+from qrsup.agents.settings import SettingsError, load_settings
 from qrsup.agents.side_questions import AgentRecords, SideAnswer, SideQuestions
 from qrsup.agents.spaces import FAMILIES, space_for
 from qrsup.agents.spend import parse_cost_budget
@@ -298,14 +299,20 @@ def ask(fleet: Fleet, agent: str, question: str) -> Future[SideAnswer] | ActionR
     """A side question answered from the agent's model and records, off the loop's path."""
     if error := _known(fleet, agent):
         return error
-    spec = fleet.session.agent(agent)
-    model = ModelConfig.from_mapping(spec.model) if spec.model else None
     try:
+        model = _side_model(fleet, fleet.session.agent(agent))
         with Store.reader(fleet.paths.store) as store:
             records = agent_records(fleet, store, agent)
-    except StoreError as exc:
+    except (SettingsError, StoreError, ValueError) as exc:
         return ActionResult(False, str(exc))
     return SideQuestions(model).ask(question, records)
+
+
+def _side_model(fleet: Fleet, spec: AgentSpec) -> ModelConfig | None:
+    """The agent's own model, else the workspace's `[model]` table when it names one: a tuner
+    or command agent has no model of its own."""
+    table = spec.model or load_settings(fleet.session.workspace).model
+    return ModelConfig.from_mapping(table) if table.get("model") else None
 
 
 def record_answer(fleet: Fleet, agent: str, answer: SideAnswer) -> None:
@@ -318,14 +325,16 @@ def record_answer(fleet: Fleet, agent: str, answer: SideAnswer) -> None:
 
 
 def agent_records(fleet: Fleet, store: Store, agent: str) -> AgentRecords:
-    """What the agent's records say: its state, current candidate, parent and recent outcomes."""
+    """What the agent's records say: its state, current candidate (the one in its judge run,
+    else the last it proposed), that candidate's parent and its recent outcomes."""
     status = fleet.status(agent)
     spec = fleet.session.agent(agent)
     recent = store.outcomes(agent, limit=8)
     latest = next((o.candidate_id for o in reversed(recent) if o.candidate_id), None)
-    current = store.candidate(latest) if latest else None
+    current = store.candidate(status.judging or "") or store.candidate(latest or "")
     parent = store.candidate(current.parent_id) if current and current.parent_id else None
-    state = f"{status.state} (iteration {status.iteration})" + (
+    judging = f", judging {status.judging}" if status.judging else ""
+    state = f"{status.state} (iteration {status.iteration}{judging})" + (
         f": {status.detail}" if status.detail else ""
     )
     return AgentRecords(

@@ -87,6 +87,7 @@ class AgentStatus:
     budget: CostBudget = field(default_factory=CostBudget)
     budget_paused: bool = False
     stalled: int = 0  # evaluations without a gain beyond the noise; 0 while not stalled
+    judging: str | None = None  # the candidate in its judge run now; None unless evaluating one
 
 
 class Fleet:
@@ -365,6 +366,7 @@ class Fleet:
             best_geomean_ns=beat.best_geomean_ns if beat else None,
             last_verdict=beat.last_verdict if beat else None,
             detail=detail,
+            judging=beat.candidate if beat and alive and state == "evaluating" else None,
             **_extra_fields(beat.extra if beat else {}, spec),
         )
 

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import threading
 import time
 
 import pytest
+from qrsup.agents.heartbeat import Beat, write_beat
 from qrsup.agents.proposal import Usage
 from qrsup.agents.proposers.chat import ModelConfig
 from qrsup.agents.proposers.retry import RetryPolicy
@@ -21,6 +23,7 @@ from qrsup.supervisor.fleet import Fleet
 from tests.fake_openai_server import FakeOpenAIServer, ScriptedReply
 from tests.loop_helpers import make_session
 from tests.proposal_contexts import PARENT_SOURCE, history, parent
+from tests.tui_sessions import frozen_session
 
 QUESTION = "what does your current candidate change?"
 
@@ -96,7 +99,11 @@ def test_without_a_model_the_answer_is_the_agents_records_labelled_as_such():
     answer = SideQuestions().ask(QUESTION, records()).result(timeout=10)
     assert answer.source == "records" and answer.note == "no model configured"
     text = answer.answer
-    assert text.startswith("No model answered this question")
+    assert text.startswith(
+        "No model answered this question: no model endpoint is configured for side questions "
+        "(an openai agent's own model, else `model` and `base_url` in the [model] table of the "
+        "workspace's qrsup.toml). This is what the agent's records say."
+    )
     assert "Now: judging c64 (iteration 7)" in text
     assert "64-column panels halve the panel count" in text
     assert "-PANEL_WIDTH = 32" in text and "+PANEL_WIDTH = 64" in text
@@ -106,8 +113,9 @@ def test_without_a_model_the_answer_is_the_agents_records_labelled_as_such():
 def test_a_failing_model_falls_back_to_the_records_and_says_why(server):
     server.push(*[ScriptedReply(status=502)] * 2)
     answer = with_model(server).ask(QUESTION, records()).result(timeout=10)
-    assert answer.source == "records" and "No model answered" in answer.answer
-    assert "model failed (endpoint" in answer.note and "HTTP 502" in answer.note
+    assert answer.source == "records" and "model failed (endpoint" in answer.note
+    assert answer.answer.startswith(f"No model answered this question: {answer.note}.")
+    assert "HTTP 502" in answer.note and "no model endpoint is configured" not in answer.answer
 
 
 def test_answer_record_is_plain_json():
@@ -128,3 +136,45 @@ def test_a_recorded_answer_keeps_its_cost_in_the_store_and_the_agents_events(tmp
     assert row.answer == "the panel chain is shorter" and row.usage["cost_usd"] == 0.004
     (event,) = [e for e in read_events(paths.events("a1")) if e["event"] == "side_question"]
     assert event["question"] == "why 48?" and event["cost_usd"] == 0.004
+
+
+def _judging(tmp_path, monkeypatch) -> Fleet:
+    """The frozen session's a1 alive and judging a candidate it has not recorded yet."""
+    paths = frozen_session(tmp_path)
+    with Store(paths.store) as store:
+        row = store.candidate("c-1a2b3c4d5e")
+        in_flight = dataclasses.replace(
+            row, id="c-inflight", hash="h-inflight", parent_id=row.id, hypothesis="T by recurrence"
+        )
+        store.add_candidate(dataclasses.replace(in_flight, source=row.source + "# recurrence\n"))
+    monkeypatch.setattr(Fleet, "pid", lambda self, name: os.getpid() if name == "a1" else None)
+    beat = Beat(os.getpid(), "evaluating", 4, time.time(), "c-inflight", detail="quick 1/2")
+    write_beat(paths.heartbeat("a1"), beat)
+    return Fleet(paths)
+
+
+def test_a_side_question_is_about_the_candidate_in_flight_not_the_last_recorded(
+    tmp_path, monkeypatch
+):
+    fleet = _judging(tmp_path, monkeypatch)
+    answer = actions.ask(fleet, "a1", QUESTION).result(timeout=10)
+    text = answer.answer
+    assert "Now: evaluating (iteration 4, judging c-inflight): quick 1/2" in text
+    current = text.split("Current candidate:", 1)[1].split("Its change against its parent:")[0]
+    assert "c-inflight" in current and "T by recurrence" in current
+    assert "c-3c4d5e6f7a" not in current  # a1's last recorded iteration, judged before
+    assert "+# recurrence" in text  # its change against its parent, c-1a2b3c4d5e
+
+
+def test_an_agent_without_a_model_is_answered_by_the_workspaces_model_table(
+    server, tmp_path, monkeypatch
+):
+    fleet = _judging(tmp_path, monkeypatch)
+    (fleet.session.workspace / "qrsup.toml").write_text(
+        f'[model]\nmodel = "side-model"\nbase_url = "{server.base_url}"\n'
+        'api_key_env = "QRSUP_TEST_SIDE_KEY"\n'
+    )
+    server.push(ScriptedReply("It builds T by the recurrence."))
+    answer = actions.ask(fleet, "a1", QUESTION).result(timeout=10)  # a1 is a tuner agent
+    assert (answer.source, answer.answer) == ("model:side-model", "It builds T by the recurrence.")
+    assert "c-inflight" in server.requests[-1].body["messages"][0]["content"]
