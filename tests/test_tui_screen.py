@@ -19,7 +19,8 @@ from qrsup.supervisor.widgets.profile_panel import ProfilePanel
 from qrsup.supervisor.widgets.text_prompt import TextPrompt
 from qrsup.supervisor.widgets.text_screen import TextScreen
 from textual.command import CommandList
-from textual.widgets import Input
+from textual.geometry import Region
+from textual.widgets import Input, Select
 
 from tests.tui_pilot import notices, type_text, until
 from tests.tui_sessions import FrozenSampler, frozen_sample, frozen_session
@@ -317,3 +318,40 @@ async def test_p_resumes_an_agent_that_is_stopped_and_pauses_one_that_runs(froze
         await pilot.press("2", "p")  # a2 paused: resumed
         await until(pilot, lambda: len(called) == 3, 5, "the resumes")
     assert called[1:] == [("resume", "a1"), ("resume", "a2")]
+
+
+async def open_dialog(pilot, keys: list[str]) -> None:
+    app = pilot.app
+    if keys == ["P"]:
+        app.main.query_one(Leaderboard).focus()
+    await pilot.press(*keys)
+    await until(pilot, lambda: app.screen.query(".dialog"), 10, f"the dialog of {keys}")
+    if keys == ["n"]:  # the add dialog at its tallest: an openai agent's fields
+        app.screen.query_one("#proposer", Select).value = "openai"
+    await pilot.pause()
+
+
+@pytest.mark.parametrize("keys", [["question_mark"], ["P"], ["n"], ["k"], ["q"], ["s"]])
+async def test_at_80x24_a_dialog_fits_and_its_end_scrolls_into_view_under_its_title(
+    frozen_app, keys
+):
+    async with frozen_app.run_test(size=(80, 24)) as pilot:
+        await loaded(pilot)
+        await open_dialog(pilot, keys)
+        screen = frozen_app.screen
+        dialog = screen.query_one(".dialog")
+        fixed = dialog.query(".dialog-title, .dialog-buttons")
+        content = [w for w in dialog.children if w not in fixed and w.display]
+        if keys == ["n"]:  # tab down to the last field
+            last = screen.query_one("#agent-goal", Input)
+            while screen.focused is not last:
+                await pilot.press("tab")
+        else:  # keys scroll the dialog, whatever has the focus (the help itself, a button)
+            last = content[-1]
+            await pilot.press("end")
+        view = dialog.scrollable_content_region
+        # the help's last key, the goal field…: scrolled into view, under the title
+        await until(pilot, lambda: last.region.bottom <= view.bottom, 5, "the end in view")
+        assert last.region.y >= view.y or last.region.height > view.height
+        assert Region(0, 0, 80, 24).contains_region(dialog.region)
+        assert fixed and all(dialog.region.contains_region(w.region) for w in fixed)

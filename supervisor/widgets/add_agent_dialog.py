@@ -24,7 +24,7 @@ from qrsup.supervisor.launch import DEFAULT_GOAL, Limits, new_agent
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static
 from textual.worker import Worker, WorkerState
@@ -65,7 +65,7 @@ class AddAgentDialog(ModalScreen[AgentSpec | None]):
     def compose(self) -> ComposeResult:
         goal = self.session.agents[0].goal if self.session.agents else DEFAULT_GOAL
         model = self.settings.model
-        with Vertical(classes="dialog"):
+        with VerticalScroll(classes="dialog", can_focus=False):
             yield Label("Add an agent", classes="dialog-title")
             yield Input(next_name(self.session), placeholder="name", id="agent-name")
             yield Select(
@@ -174,4 +174,6 @@ class AddAgentDialog(ModalScreen[AgentSpec | None]):
             self.dismiss(self._probing)
 
     def _error(self, text: str) -> None:
-        self.query_one(".dialog-error", Static).update(Text(text))
+        error = self.query_one(".dialog-error", Static)
+        error.update(Text(text))
+        error.scroll_visible()  # a short screen may have it scrolled out of view

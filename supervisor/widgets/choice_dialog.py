@@ -10,7 +10,7 @@ from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
@@ -28,7 +28,8 @@ class Choice:
 
 class ChoiceDialog(ModalScreen[str | None]):
     """Used to confirm a kill or a promotion, and to ask what quitting does to the agents;
-    `details` (a promotion's evidence and diff) scroll under the question."""
+    `details` (a promotion's evidence and diff) follow the question, and the dialog scrolls
+    between its title and its buttons."""
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
 
@@ -48,12 +49,12 @@ class ChoiceDialog(ModalScreen[str | None]):
         self.details = details
 
     def compose(self) -> ComposeResult:
-        with Vertical(classes="dialog -wide-dialog" if self.details else "dialog"):
+        classes = "dialog -wide-dialog" if self.details else "dialog"
+        with VerticalScroll(classes=classes, can_focus=False):  # the buttons' keys scroll it
             yield Label(self.title_text, classes="dialog-title")
             yield Static(Text(self.question), classes="dialog-body")
             if self.details is not None:
-                with VerticalScroll(classes="dialog-details"):
-                    yield Static(self.details)
+                yield Static(self.details, classes="dialog-details")
             with Horizontal(classes="dialog-buttons"):
                 for index, choice in enumerate(self.choices):
                     yield Button(

@@ -8,7 +8,7 @@ from typing import ClassVar
 from rich.table import Table
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical
+from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Label, Static
 
@@ -36,7 +36,7 @@ class HelpScreen(ModalScreen[None]):
         self.keys = tuple(keys)
 
     def compose(self) -> ComposeResult:
-        with Vertical(classes="dialog help"):
+        with VerticalScroll(classes="dialog help"):  # focused: the arrows scroll it
             yield Label("qrsup keys", classes="dialog-title")
             yield Static(keys_table(self.keys))
 

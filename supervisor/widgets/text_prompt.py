@@ -7,7 +7,7 @@ from typing import ClassVar
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
@@ -25,7 +25,7 @@ class TextPrompt(ModalScreen[str | None]):
         self.placeholder = placeholder
 
     def compose(self) -> ComposeResult:
-        with Vertical(classes="dialog"):
+        with VerticalScroll(classes="dialog", can_focus=False):
             yield Label(self.title_text, classes="dialog-title")
             yield Static(Text(self.prompt), classes="dialog-body")
             yield Input(self.value, placeholder=self.placeholder, id="prompt-input")
