@@ -143,7 +143,7 @@ def _entry(
     return LeaderEntry(
         id=row.id,
         agent=row.agent,
-        role=row.role,
+        role=row.role if row.parent_id else "",  # a seed: no agent made it for a beam slot
         family=row.family,
         hypothesis=row.hypothesis,
         parent_id=row.parent_id,

@@ -44,7 +44,7 @@ class GpuStats:
         try:
             nvml.nvmlInit()
         except nvml.NVMLError as exc:
-            self._note = f"no GPU stats: {exc}"
+            self._note = _init_note(nvml, exc)
 
     @property
     def available(self) -> bool:
@@ -82,3 +82,12 @@ class GpuStats:
             power_w=nvml.nvmlDeviceGetPowerUsage(handle) / 1000.0,
             pids=frozenset(int(p.pid) for p in processes),
         )
+
+
+def _init_note(nvml: ModuleType, exc: Exception) -> str:
+    """A plain line where no NVIDIA driver is installed or loaded (a CPU-only machine); NVML's
+    own words otherwise, since a GPU machine whose NVML fails needs them."""
+    absent = (nvml.NVML_ERROR_LIBRARY_NOT_FOUND, nvml.NVML_ERROR_DRIVER_NOT_LOADED)
+    if getattr(exc, "value", None) in absent:
+        return "no NVIDIA GPU on this machine"
+    return f"no GPU stats: {exc}"

@@ -7,6 +7,8 @@ from dataclasses import replace
 import pytest
 from qrsup.agents import inbox
 from qrsup.agents.session import load_session
+from qrsup.agents.store import Store
+from qrsup.kernels.schema import Candidate, Decision, Iteration, Verdict
 from qrsup.supervisor import actions
 from qrsup.supervisor.app import SupervisorApp
 from qrsup.supervisor.fleet import Fleet
@@ -23,7 +25,7 @@ from textual.geometry import Region
 from textual.widgets import Input, Select
 
 from tests.tui_pilot import notices, type_text, until
-from tests.tui_sessions import FrozenSampler, frozen_sample, frozen_session
+from tests.tui_sessions import T0, FrozenSampler, frozen_sample, frozen_session
 
 pytestmark = pytest.mark.anyio
 
@@ -78,6 +80,28 @@ async def test_leaderboard_sorts_by_key_and_by_column_header(frozen_app):
         assert order()[0] == "c-3c4d5e6f7a"  # "fail" < "pass"
         board.sort_by("spec1")
         assert order()[:2] == ["c-1a2b3c4d5e", "c-incumbent"]
+
+
+async def test_a_quick_only_row_sorts_by_its_quick_figure_and_the_seed_shows_no_role(tmp_path):
+    paths = frozen_session(tmp_path)
+    row = Candidate("c-quick", "hash-quick", "x = 3\n", "c-1a2b3c4d5e", "a1", "exploit",
+                    "blocked_wy", "panel 20", None, T0 + 900)  # fmt: skip
+    with Store(paths.store) as store:
+        store.add_candidate(row)
+        report = {"verdict": "pass", "geomean_ns": 50_000.0, "reason": ""}
+        store.add_evaluation(row.id, "a1", 9, "quick", report, {0: 50_000.0})
+        store.record_iteration(Iteration("a1", 9, Verdict.PASS, Decision.NOT_PROMISING, row.id))
+    app = SupervisorApp(Fleet(paths))
+    app.main.sampler = FrozenSampler(app.main.post_fact)
+    async with app.run_test(size=(100, 30)) as pilot:
+        board = app.main.query_one(Leaderboard)
+        await until(pilot, lambda: board.row_count == 6, 10, "the board")
+        order = [board.coordinate_to_cell_key((r, 0)).row_key.value for r in range(6)]
+        # its quick 0.05 ms beats the full 0.05864 ms of c-1a2b3c4d5e: first, marked `q`
+        assert order[:3] == ["c-quick", "c-1a2b3c4d5e", "c-2b3c4d5e6f"]
+        assert board.get_cell("c-quick", "geomean").plain == "0.05 q"
+        assert str(board.get_cell("c-incumbent", "role")) == "—"  # the seed: no beam role
+        assert str(board.get_cell("c-1a2b3c4d5e", "role")) == "exploit"
 
 
 async def test_enter_on_a_leaderboard_row_shows_its_diff_against_its_parent(frozen_app):

@@ -9,6 +9,7 @@ import time
 from types import SimpleNamespace
 
 import psutil
+import pynvml
 import pytest
 from qrsup.agents.heartbeat import Beat, write_beat
 from qrsup.agents.records import append_event
@@ -28,7 +29,7 @@ from qrsup.supervisor.messages import (
 )
 from qrsup.supervisor.process_stats import ProcessStats, TreeLoad
 from qrsup.supervisor.watchers import FleetSampler, LogFollower, RunWatcher
-from qrsup.supervisor.widgets.leaderboard import geomean_cell, geomean_order
+from qrsup.supervisor.widgets.leaderboard import geomean_cell, shown_geomean
 from qrsup.supervisor.widgets.stats_panel import stats_text
 
 from tests.loop_helpers import wait_for
@@ -126,7 +127,7 @@ def test_a_quick_only_candidate_shows_its_quick_figure_marked_quick_and_is_never
     assert board.best() is not None and board.best().id != "c-quick"
     full = next(e for e in board.entries if e.geomean_ns is not None)
     assert geomean_cell(full).plain.endswith("q") is False
-    assert geomean_order(full) < geomean_order(entry)
+    assert shown_geomean(entry) == 700.0 < shown_geomean(full)  # sorted by the figure shown
 
 
 def test_read_diff_shows_the_change_against_the_parent(tmp_path):
@@ -137,16 +138,26 @@ def test_read_diff_shows_the_change_against_the_parent(tmp_path):
     assert read_diff(paths.store, "c-missing").diff == ""
 
 
-def test_gpu_stats_on_a_machine_without_a_gpu_say_so():
-    fake = SimpleNamespace(NVMLError=RuntimeError)
+@pytest.mark.parametrize(
+    ("error", "note"),
+    [
+        (pynvml.NVMLError_LibraryNotFound, "no NVIDIA GPU on this machine"),
+        (pynvml.NVMLError_DriverNotLoaded, "no NVIDIA GPU on this machine"),
+        (pynvml.NVMLError_NoPermission, "no GPU stats: Insufficient Permissions"),
+    ],
+)
+def test_gpu_stats_on_a_machine_without_a_gpu_say_so_plainly(error, note):
+    def failing_init() -> None:
+        raise error()
 
-    def no_library() -> None:
-        raise RuntimeError("NVML Shared Library Not Found")
-
-    fake.nvmlInit = no_library
+    fake = SimpleNamespace(
+        NVMLError=pynvml.NVMLError,
+        NVML_ERROR_LIBRARY_NOT_FOUND=pynvml.NVML_ERROR_LIBRARY_NOT_FOUND,
+        NVML_ERROR_DRIVER_NOT_LOADED=pynvml.NVML_ERROR_DRIVER_NOT_LOADED,
+        nvmlInit=failing_init,
+    )
     report = GpuStats(fake).sample()  # type: ignore[arg-type]
-    assert report.gpus == ()
-    assert "NVML Shared Library Not Found" in report.note
+    assert (report.gpus, report.note) == ((), note)
 
 
 def test_gpu_stats_name_the_agents_whose_process_trees_use_each_gpu():

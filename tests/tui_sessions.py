@@ -173,9 +173,7 @@ def frozen_sample() -> AgentsSampled:
         name: TreeLoad(frozenset({pid}) if pid else frozenset(), cpu, rss)
         for name, _, _, _, _, _, pid, cpu, rss in states
     }
-    return AgentsSampled(
-        statuses, loads, GpuReport(note="no GPU stats: NVML Shared Library Not Found")
-    )
+    return AgentsSampled(statuses, loads, GpuReport(note="no NVIDIA GPU on this machine"))
 
 
 class FrozenSampler:

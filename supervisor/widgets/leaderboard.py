@@ -17,7 +17,7 @@ from textual.widgets import DataTable
 SortValue = Callable[[LeaderEntry], object]
 FIXED: dict[str, tuple[str, SortValue]] = {
     "id": ("candidate", lambda e: e.id),
-    "geomean": ("geomean ms", lambda e: geomean_order(e)),
+    "geomean": ("geomean ms", lambda e: shown_geomean(e)),
     "verdict": ("verdict", lambda e: e.verdict),
     "agent": ("agent", lambda e: e.agent),
     "role": ("role", lambda e: e.role),
@@ -138,18 +138,17 @@ class Leaderboard(DataTable):
             geomean_cell(entry),
             styled(entry.verdict, VERDICT_STYLES),
             Text(entry.agent),
-            Text(entry.role),
+            Text(entry.role or "—"),
             Text(entry.decision or "—"),
             _made(entry.created_at),
             *(ms(entry.spec_means_ns.get(i)) for i in self._spec_columns.values()),
         ]
 
 
-def geomean_order(entry: LeaderEntry) -> tuple[int, float] | None:
-    """Full-suite figures first, then quick-only ones, then candidates with neither."""
-    if entry.geomean_ns is not None:
-        return (0, entry.geomean_ns)
-    return None if entry.quick_geomean_ns is None else (1, entry.quick_geomean_ns)
+def shown_geomean(entry: LeaderEntry) -> float | None:
+    """The figure the geomean column shows, which it sorts by: the full-suite geomean, else the
+    quick stage's (marked `q`); a fast quick-only row ranks among the full ones it would join."""
+    return entry.geomean_ns if entry.geomean_ns is not None else entry.quick_geomean_ns
 
 
 def geomean_cell(entry: LeaderEntry) -> Text:
