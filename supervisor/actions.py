@@ -144,26 +144,22 @@ def pause(fleet: Fleet, agent: str) -> ActionResult:
 
 def resume(fleet: Fleet, agent: str) -> ActionResult:
     """Resume a paused agent, or start again one a person held (killed, stopped, paused); one
-    paused at its cost budget needs a new budget instead."""
+    paused at its cost budget needs a new budget instead, and one running with no pause or stop
+    asked of it has nothing to resume."""
     if error := _known(fleet, agent):
         return error
     if (status := fleet.status(agent)).budget_paused:
         over = status.budget.exceeded(status.spend) or "its budget is reached"
         raise_it = f"raise it (qrsup budget {agent} …, or $ here) to go on"
         return ActionResult(False, f"{agent} is paused at its cost budget ({over}); {raise_it}")
-    if _runs_unpaused(fleet, agent, status.state):
+    desired = read_control(fleet.paths, agent).desired
+    if status.alive and status.state != "paused" and desired == Desired.RUN:
         running = f"{agent} is already running ({status.state})"
         return ActionResult(False, f"{running}; nothing to resume")
     pid = fleet.resume(agent, Actor.HUMAN, "resumed by a person")
     if pid is None:
         return ActionResult(True, f"{agent} resumes at its next boundary")
     return ActionResult(True, f"{agent} started again (pid {pid}); it continues from its record")
-
-
-def _runs_unpaused(fleet: Fleet, agent: str, state: str) -> bool:
-    """Running, neither paused nor asked to pause or stop: a resume would change nothing."""
-    desired = read_control(fleet.paths, agent).desired
-    return state != "paused" and desired == Desired.RUN and fleet.is_running(agent)
 
 
 def stop_session(fleet: Fleet, stopping: Callable[[str], None] = lambda line: None) -> ActionResult:
