@@ -48,6 +48,7 @@ def events(paths: RunPaths, name: str, kind: str) -> list[dict]:
     return [e for e in read_events(paths.events(name)) if e.get("event") == kind]
 
 
+@pytest.mark.e2e  # a whole judge, agent or cluster run: over 8 s here
 def test_the_cost_budget_pauses_the_agent_and_a_raised_budget_resumes_it(
     tmp_path, monkeypatch, seed_incumbent
 ):

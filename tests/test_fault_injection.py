@@ -217,6 +217,7 @@ def test_records_survive_many_more_kills(tmp_path: Path, monkeypatch) -> None:
     assert _inject(SLOW_FAULT_KILLS, tmp_path, seed=23, monkeypatch=monkeypatch) == SLOW_FAULT_KILLS
 
 
+@pytest.mark.e2e  # a whole judge, agent or cluster run: over 8 s here
 @pytest.mark.usefixtures("no_leftover_processes")
 def test_a_promotion_killed_between_its_commit_and_its_record_is_recorded_at_the_next_start(
     tmp_path: Path,

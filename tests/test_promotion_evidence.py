@@ -135,6 +135,7 @@ def test_the_evidence_names_the_gain_its_noise_band_the_specs_and_the_seeds(tmp_
     assert "±20.0% (measured in its interleaved re-timing): within the noise" in evidence.text()
 
 
+@pytest.mark.e2e  # a whole judge, agent or cluster run: over 8 s here
 def test_the_command_line_refuses_a_slower_revalidation_without_force(tmp_path, capsys):
     paths, seed_sha = promotable_session(tmp_path, tail=SLOWED)
     workspace = paths.root.parents[1]
@@ -152,6 +153,7 @@ def test_the_command_line_refuses_a_slower_revalidation_without_force(tmp_path, 
     assert revalidations(paths) == 2
 
 
+@pytest.mark.e2e  # a whole judge, agent or cluster run: over 8 s here
 def test_a_person_s_promotion_weighs_the_candidate_against_the_incumbent_timed_beside_it(
     tmp_path, capsys
 ):
@@ -180,6 +182,7 @@ def test_a_person_s_promotion_weighs_the_candidate_against_the_incumbent_timed_b
     assert f"was {format_ms(fresh[0].geomean_ns)}" in message
 
 
+@pytest.mark.e2e  # a whole judge, agent or cluster run: over 8 s here
 @pytest.mark.anyio
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
 async def test_the_tui_shows_the_evidence_and_asks_again_when_the_revalidation_is_slower(

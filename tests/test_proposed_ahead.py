@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from qrsup.agents import agent_main
 from qrsup.agents.proposal import ParentCandidate, Proposal, ProposalContext
 from qrsup.agents.proposed_ahead import ProposedAhead
@@ -30,6 +31,7 @@ class _Failing:
         return Proposal(source, f"try {self.count}", "blocked_wy", params={"all.knob": 1})
 
 
+@pytest.mark.e2e  # a whole judge, agent or cluster run: over 8 s here
 def test_the_next_candidate_compiles_during_this_ones_judge_run_and_is_judged_next(
     tmp_path, monkeypatch, seed_incumbent
 ):

@@ -68,6 +68,7 @@ class Notes(list):
         self.append(line)
 
 
+@pytest.mark.e2e  # a whole judge, agent or cluster run: over 8 s here
 def test_a_judge_run_on_a_worker_node_reports_as_on_this_host_and_says_where(ray_cluster, tmp_path):
     frames: list[ProgressUpdate] = []
     slot = tmp_path / "judge.json"

@@ -123,6 +123,7 @@ def test_an_iteration_whose_node_is_lost_twice_is_recorded_as_lost_node(
         ray_cluster.restore()
 
 
+@pytest.mark.e2e  # a whole judge, agent or cluster run: over 8 s here
 def test_killing_an_agent_mid_run_ends_its_judge_on_the_worker_node(
     ray_cluster, tmp_path, seed_incumbent
 ):

@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 import psutil
+import pytest
 from qrsup.kernels.judge.shipped_seed import Seeding, start_seed_if_it_pays, wants_seed
 from qrsup.kernels.suites import Spec
 
@@ -41,6 +42,7 @@ def test_nothing_is_compiled_where_seeding_cannot_pay(tmp_path: Path):
     assert not cache.exists()
 
 
+@pytest.mark.e2e  # a whole judge, agent or cluster run: over 8 s here
 def test_the_shipped_launches_are_compiled_into_the_cache(cuda_compiler, tmp_path: Path):  # noqa: F811
     cache = tmp_path / "cache"
     seeding = Seeding.start(cache, 90, ["--shape=4x32", "--shape=4x40"])

@@ -69,6 +69,7 @@ def _alive(pid: int) -> bool:
         return False
 
 
+@pytest.mark.e2e  # a whole judge, agent or cluster run: over 8 s here
 async def test_steering_typed_in_the_dialog_reaches_the_agent_exactly_once(fleet):
     paths = fleet.paths
     async with app_on(fleet).run_test(size=(100, 30)) as pilot:
