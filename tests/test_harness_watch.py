@@ -41,6 +41,55 @@ def test_a_replaced_function_or_method_is_named(monkeypatch):
     assert watch.changes() == ["replaced torch.Tensor.triu"]
 
 
+def _module_with_a_class() -> types.ModuleType:
+    harness = types.ModuleType("harness_like")
+    source = (
+        "def make(x=1):\n    return x\n"
+        "def counter():\n    step = 1\n    def add(x):\n        return x + step\n    return add\n"
+        "add = counter()\n"
+        "class Base:\n    pass\n"
+        "class Clock(Base):\n    def time_ns(self):\n        return 100\n"
+    )
+    exec(source, harness.__dict__)
+    harness.Base.__module__ = harness.Clock.__module__ = "harness_like"
+    return harness
+
+
+def test_a_function_changed_behind_the_same_object_is_named():
+    """Code, defaults and closure cells can be swapped while the name keeps its object."""
+    harness = _module_with_a_class()
+    watch = HarnessWatch([harness])
+    harness.Clock.time_ns.__code__ = (lambda self: 2).__code__
+    assert watch.changes() == ["replaced harness_like.Clock.time_ns"]
+    watch = HarnessWatch([harness])
+    harness.make.__defaults__ = (2,)
+    harness.add.__closure__[0].cell_contents = 0
+    assert watch.changes() == ["replaced harness_like.make, harness_like.add"]
+
+
+def test_an_object_given_another_class_or_a_class_other_bases_is_named():
+    harness = _module_with_a_class()
+    clock = harness.Clock()
+    watch = HarnessWatch([harness])
+    watch.add_objects({"clock": (clock, ())})
+
+    class Faster(harness.Clock):
+        def time_ns(self):
+            return 2
+
+    clock.__class__ = Faster
+    assert watch.changes() == ["replaced the clock's __class__"]
+    clock.__class__ = harness.Clock
+    assert watch.changes() == []
+
+    class Inherited:  # what the class would take its missing methods from
+        def synchronize(self):
+            return None
+
+    harness.Clock.__bases__ = (Inherited,)
+    assert watch.changes() == ["replaced harness_like.Clock.__bases__"]
+
+
 def test_hooks_into_every_call_are_named():
     watch = HarnessWatch([generators])
     sys.setprofile(lambda frame, event, value: None)

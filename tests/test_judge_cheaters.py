@@ -182,13 +182,20 @@ def test_a_candidate_that_reaches_into_input_preparation_fails_for_it(cheater, s
             "prepared inputs",
             "replaced qrsup.kernels.judge.contestant.DeviceClock.time_ns",
         ),
+        (
+            "swaps_the_clock_code.py",
+            "prepared inputs",
+            "replaced qrsup.kernels.judge.contestant.DeviceClock.time_ns",
+        ),
+        ("swaps_the_clock_class.py", "prepared inputs", "the clock's __class__"),
         ("replaces_the_harness_clock.py", "inspected outputs", "the contestant's clock"),
         ("hides_the_export.py", "prepared inputs", "the contestant's _export"),
     ],
 )
 def test_a_candidate_that_patches_the_harness_clock_or_export_fails_for_it(cheater, when, seen):
     """The clock and the export are reached through a class or the contestant object, not a
-    module's names: each is watched, at every preparation and before outputs are inspected."""
+    module's names, and can be changed behind an object that stays the same (its code, its
+    class): each is watched, at every preparation and before outputs are inspected."""
     report = judge(CHEATERS / cheater, "bench")
     assert report.verdict == "fail", report.reason
     assert report.specs[0]["gate"] == "tamper", report.specs[0]

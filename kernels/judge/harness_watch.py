@@ -10,7 +10,8 @@ So the harness watches its own tools. Before the candidate is imported, it notes
 behind the names its input generation uses, the interpreter's hooks, the methods of the
 harness's own classes, and the attributes of the harness's own objects that nothing but the
 harness sets (its clock, its export area, its watch); before and after every preparation, and
-before the outputs are inspected, each must still be the same. A class method or an object's
+before the outputs are inspected, each must still be the same object, a function with the same
+code, defaults and closure, an object of the same class. A class method or an object's
 attribute is how a candidate reaches the clock without touching a module name: patching
 `DeviceClock.time_ns` once claimed 1/50 of the real time on the CPU and passed, and replacing the
 contestant's clock or its export method went unseen too.
@@ -25,16 +26,76 @@ from __future__ import annotations
 import ast
 import gc
 import inspect
+import operator
 import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from types import ModuleType
+from types import FunctionType, MethodType, ModuleType
 
 import torch
 from torch.utils._device import DeviceContext
 
 MONITORING_TOOLS = range(6)  # sys.monitoring's tool ids (Python 3.12+)
 _MISSING = object()  # what a removed attribute reads as
+
+
+def _functions(value: object) -> list[FunctionType]:
+    """The Python functions behind a value: itself, or what a method, staticmethod, classmethod
+    or property wraps."""
+    if type(value) is FunctionType:
+        return [value]
+    if isinstance(value, (MethodType, staticmethod, classmethod)):
+        return _functions(value.__func__)
+    if isinstance(value, property):
+        return [f for part in (value.fget, value.fset, value.fdel) for f in _functions(part)]
+    return []
+
+
+def _cell(cell: object) -> object:
+    try:
+        return cell.cell_contents
+    except ValueError:  # a cell not yet filled
+        return _MISSING
+
+
+def _insides(value: object) -> tuple[object, ...]:
+    """What a patch can change behind a value that stays the same object: its functions' code,
+    defaults and closure cells (empty for a value with no Python function behind it). Swapping
+    `DeviceClock.time_ns.__code__` in place kept the function object and passed with a fiftieth
+    of the real time on the CPU."""
+    parts: tuple[object, ...] = ()
+    for function in _functions(value):
+        kwdefaults = function.__kwdefaults__
+        parts += (function.__code__, function.__defaults__, kwdefaults)
+        if kwdefaults:
+            parts += tuple(kwdefaults.values())
+        if function.__closure__:
+            parts += tuple(_cell(cell) for cell in function.__closure__)
+    return parts
+
+
+Snapshot = dict[str, tuple[object, tuple[object, ...]]]
+
+
+def _snapshot(namespace: Mapping[str, object]) -> Snapshot:
+    return {name: (value, _insides(value)) for name, value in namespace.items()}
+
+
+def _unchanged(was: tuple[object, tuple[object, ...]], now: object) -> bool:
+    value, insides = was
+    if now is not value:
+        return False
+    if not insides:
+        return True
+    now_insides = _insides(now)  # compared by identity: a planted object's __eq__ could lie
+    return len(now_insides) == len(insides) and all(map(operator.is_, insides, now_insides))
+
+
+def _differing(before: Snapshot, now: Mapping[str, object]) -> list[str]:
+    """Names bound to another object than before (or to one whose code changed), added or
+    removed, in order."""
+    changed = [name for name, was in before.items() if not _unchanged(was, now.get(name, _MISSING))]
+    return changed + [name for name in now if name not in before]
 
 
 def _callables(namespace: object, names: set[str] | None = None) -> dict[str, object]:
@@ -70,14 +131,15 @@ def _own_classes(module: ModuleType) -> list[type]:
 
 
 def _settled(obj: object, changing: frozenset[str]) -> dict[str, object]:
-    """`obj`'s own attributes but those the harness changes as it runs."""
-    return {name: value for name, value in vars(obj).items() if name not in changing}
+    """`obj`'s own attributes but those the harness changes as it runs, and its class: setting
+    `__class__` to a subclass that overrides a method leaves every attribute as it was."""
+    kept = {name: value for name, value in vars(obj).items() if name not in changing}
+    return kept | {"__class__": type(obj)}
 
 
-def _differing(before: dict[str, object], now: dict[str, object]) -> list[str]:
-    """Names bound to another object than before, added or removed, in order."""
-    changed = [name for name, value in before.items() if now.get(name, _MISSING) is not value]
-    return changed + [name for name in now if name not in before]
+def _class_dict(cls: type) -> dict[str, object]:
+    """A class's own attributes and its bases, which decide what it inherits."""
+    return dict(vars(cls)) | {"__bases__": cls.__bases__}
 
 
 def _name(module: ModuleType) -> str:
@@ -118,16 +180,16 @@ class HarnessWatch:
         the class's own dictionary only grows when code patches a method of its C base."""
         modules = list(modules)
         used = set().union(*(torch_names(m) for m in modules))
-        self._names = {_name(m): (m, _callables(m)) for m in modules}
-        self._names["torch"] = (torch, _callables(torch, used))
-        self._names["torch.linalg"] = (torch.linalg, _callables(torch.linalg, used))
+        self._names = {_name(m): (m, _snapshot(_callables(m))) for m in modules}
+        self._names["torch"] = (torch, _snapshot(_callables(torch, used)))
+        self._names["torch.linalg"] = (torch.linalg, _snapshot(_callables(torch.linalg, used)))
         self._classes = {
-            f"{_name(m)}.{cls.__name__}": (cls, dict(vars(cls)))
+            f"{_name(m)}.{cls.__name__}": (cls, _snapshot(_class_dict(cls)))
             for m in modules
             for cls in _own_classes(m)
         }
         self._objects: dict[str, tuple[object, frozenset[str], dict[str, object]]] = {}
-        self._tensor_methods = _callables(torch.Tensor)
+        self._tensor_methods = _snapshot(_callables(torch.Tensor))
         self._hooks = _hooks()
 
     def add_objects(self, objects: Mapping[str, tuple[object, Iterable[str]]]) -> None:
@@ -137,32 +199,29 @@ class HarnessWatch:
         instance attribute named like a method hides the method."""
         for label, (obj, changing) in objects.items():
             kept = frozenset(changing)
-            self._objects[label] = (obj, kept, _settled(obj, kept))
+            self._objects[label] = (obj, kept, _snapshot(_settled(obj, kept)))
 
     def changes(self) -> list[str]:
         """What the candidate replaced or installed since, in words; empty when nothing."""
         found = [
             f"{label}.{name}"
             for label, (space, before) in self._names.items()
-            for name, value in before.items()
-            if vars(space).get(name) is not value
+            for name, was in before.items()
+            if not _unchanged(was, vars(space).get(name, _MISSING))
         ]
         found += [
             f"{label}.{name}"
             for label, (cls, before) in self._classes.items()
-            for name in _differing(before, dict(vars(cls)))
+            for name in _differing(before, _class_dict(cls))
         ]
         found += [
             f"the {label}'s {name}"
             for label, (obj, changing, before) in self._objects.items()
             for name in _differing(before, _settled(obj, changing))
         ]
-        methods = _callables(torch.Tensor)
-        found += [f"torch.Tensor.{name}" for name in methods.keys() - self._tensor_methods.keys()]
         found += [
             f"torch.Tensor.{name}"
-            for name, value in self._tensor_methods.items()
-            if methods.get(name) is not value
+            for name in _differing(self._tensor_methods, _callables(torch.Tensor))
         ]
         now = _hooks()
         installed = [f"installed {hook}" for hook, was in self._hooks.items() if now[hook] != was]
