@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+import stat
 
 import pytest
+from qrsup.kernels.judge import triton_cache
 from qrsup.kernels.judge.triton_cache import per_source, shared
 
 from tests.conftest import judge
@@ -62,3 +64,42 @@ def test_without_a_cache_every_run_compiles_afresh(tmp_path):
     candidate.write_text(COMPILES)
     assert _run(candidate, None) == "MISS"
     assert _run(candidate, None) == "MISS"
+
+
+# Leaves a set-user-ID file of 64 KiB in the cache it was given.
+PLANTS = """
+import os
+from pathlib import Path
+import torch
+
+def custom_kernel(a):
+    planted = Path(os.environ["TRITON_CACHE_DIR"]) / "planted"
+    if not planted.exists():
+        planted.write_bytes(os.urandom(64 * 1024))
+        planted.chmod(0o4755)
+    return torch.geqrf(a)
+"""
+
+
+def test_a_kept_file_loses_its_set_user_id_bit_after_the_run(tmp_path):
+    candidate = tmp_path / "plants.py"
+    candidate.write_text(PLANTS)
+    cache = tmp_path / "cache"
+    report = judge(candidate, triton_cache=cache)
+    assert report.passed, report.reason
+    mode = (cache / "planted").lstat().st_mode
+    assert stat.S_IMODE(mode) == 0o755, oct(mode)
+    assert report.triton_cache_removed == ""
+    assert report.isolation["root"] == "built", report.isolation  # its cache mounted inert
+
+
+def test_a_kept_cache_grown_past_its_limit_is_removed_after_the_run(tmp_path, monkeypatch):
+    """The kept cache lies on the host's disk: one candidate left 3 GiB in it."""
+    monkeypatch.setattr(triton_cache, "KEPT_CACHE_BYTES", 16 * 1024)
+    candidate = tmp_path / "plants.py"
+    candidate.write_text(PLANTS)
+    cache = tmp_path / "cache"
+    report = judge(candidate, triton_cache=cache)
+    assert report.passed, report.reason
+    assert not cache.exists()
+    assert report.triton_cache_removed.endswith("MiB of disk, past 0 MiB: removed")

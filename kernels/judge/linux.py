@@ -118,6 +118,15 @@ def make_read_only(target: str, recursive: bool = True) -> None:
     _set_read_only(target, True, recursive)
 
 
+def make_inert(target: str) -> None:
+    """No set-user-ID program and no device file works through the mount at `target` (a bind
+    of a host directory the contestant may write), keeping the flags it has."""
+    kept = os.statvfs(target).f_flag
+    flags = sum(ms for st, ms in _KEPT_FLAGS.items() if kept & st) | MS_NOSUID | MS_NODEV
+    flags |= MS_RDONLY if kept & os.ST_RDONLY else 0
+    mount("none", target, None, MS_REMOUNT | MS_BIND | flags)
+
+
 def make_writable(target: str) -> None:
     """Writable again for the mount at `target` (a bind inherits its source's read-only flag)."""
     _set_read_only(target, False, recursive=False)

@@ -29,6 +29,7 @@ class JudgeReport:
     isolation: dict[str, Any] = field(default_factory=dict)
     placement: dict[str, Any] = field(default_factory=dict)  # where a Ray executor ran it
     seeded: str = ""  # what the shipped kernels' compile put in a new kept cache (shipped_seed)
+    triton_cache_removed: str = ""  # why the kept cache was removed after the run (triton_cache)
 
     @property
     def passed(self) -> bool:

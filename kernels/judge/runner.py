@@ -30,6 +30,7 @@ from qrsup.kernels.judge.static_checks import (
     StaticCheck,
     check_candidate_file,
 )
+from qrsup.kernels.judge.triton_cache import tidy_kept_cache
 from qrsup.kernels.schema import Progress, ProgressUpdate
 from qrsup.kernels.suites import Spec, Suite
 from qrsup.kernels.timing import STOPPING_RULES, inputs_per_repetition
@@ -194,6 +195,9 @@ def run_judge(
     finally:
         if seeding is not None:
             seeding.stop()  # ended already, unless the run failed before it waited
+        removed = tidy_kept_cache(config.triton_cache)
+    if removed:
+        data["triton_cache_removed"] = removed
     phases = data.setdefault("phases_s", {})
     # How long its referee had been loading before the run began: 0 for one started for it.
     phases["started_ahead"] = referee.handed_over - referee.started if referee is warm else 0.0

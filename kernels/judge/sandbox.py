@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from qrsup.kernels.judge.locks import file_lock
-from qrsup.kernels.judge.triton_cache import MANAGER_ENV, RELOCATABLE_MANAGER
+from qrsup.kernels.judge.triton_cache import MANAGER_ENV, RELOCATABLE_MANAGER, plain_mode
 
 ISOLATION_MODES = ("auto", "required", "off")
 DEDICATED_USER = "qrsup-judge"
@@ -171,11 +171,14 @@ def plan_sandbox(
 
 def _give_tree(root: Path, uid: int, gid: int) -> None:
     """Make a kept cache the contestant's, entries that earlier runs left as another user too
-    (a run with isolation off, say): Triton cannot add to a directory it does not own."""
+    (a run with isolation off, say): Triton cannot add to a directory it does not own. Special
+    bits go too, in case the run that left them ended before its tidying."""
     root.mkdir(parents=True, exist_ok=True)
     for path in (root, *root.rglob("*")):
-        if path.lstat().st_uid != uid:
+        found = path.lstat()
+        if found.st_uid != uid:
             os.chown(path, uid, gid, follow_symlinks=False)
+        plain_mode(str(path), found.st_mode)
 
 
 def judge_user(name: str | None) -> tuple[int, int] | str:

@@ -72,6 +72,7 @@ class Boundary:
             _mount_tmpfs(f"{staging}{PRIVATE_DIR}", policy.private_dir_bytes, "0700" + owner)
             if policy.triton_cache is not None:
                 _bind(policy.triton_cache, f"{staging}{TRITON_CACHE}", read_only=False)
+                linux.make_inert(f"{staging}{TRITON_CACHE}")
             os.mkdir(f"{staging}/proc")
             linux.mount("proc", f"{staging}/proc", "proc", _NOEXEC)
             for link, target in policy.links.items():
