@@ -12,8 +12,11 @@ import types
 
 import torch
 from qrsup.kernels import generators
+from qrsup.kernels.judge.contestant import HARNESS_OPERATORS
 from qrsup.kernels.judge.harness_watch import HarnessWatch, torch_names
+from qrsup.kernels.suites import Spec
 from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
 
 
 def test_the_watch_covers_the_torch_functions_the_generator_calls():
@@ -90,6 +93,41 @@ def test_an_object_given_another_class_or_a_class_other_bases_is_named():
     assert watch.changes() == ["replaced harness_like.Clock.__bases__"]
 
 
+def test_the_watched_operators_are_every_one_the_harness_runs():
+    """The list is written down (tracing it costs a contestant 1.4 s at its start): traced here,
+    every operator of the input generation (each case), the clone, the flush, the mutation check
+    and the export must be on it."""
+    seen: set[str] = set()
+
+    class Trace(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.add(func.name())
+            return func(*args, **(kwargs or {}))
+
+    with Trace():
+        for case in [*generators.BUILDERS, "mixed"]:
+            a = generators.generate_input(Spec(3, 8, 100.0, case, 1), "cpu")
+            given = torch.Tensor.clone(a)
+            assert torch.equal(a, given)
+            torch.empty(16).zero_()
+            flat = given.detach().reshape(-1)
+            torch.empty(flat.numel() + 8)[4 : 4 + flat.numel()].copy_(flat, non_blocking=True)
+    assert seen <= set(HARNESS_OPERATORS), seen - set(HARNESS_OPERATORS)
+
+
+def test_a_kernel_registered_for_an_operator_the_harness_runs_is_named():
+    watch = HarnessWatch([generators], ["aten::clone", "aten::triu"])
+    library = torch.library.Library("aten", "IMPL")
+    assert watch.changes(operators=True) == []
+    library.impl("clone", lambda x, *, memory_format=None: x, "CPU")
+    try:
+        assert watch.changes() == []  # looked at only when asked
+        assert watch.changes(operators=True) == ["replaced the kernel of aten::clone (CPU)"]
+    finally:
+        library._destroy()
+    assert watch.changes(operators=True) == []
+
+
 def test_hooks_into_every_call_are_named():
     watch = HarnessWatch([generators])
     sys.setprofile(lambda frame, event, value: None)
@@ -135,10 +173,12 @@ COMPILES_HONESTLY = textwrap.dedent(
     from qrsup.kernels import generators
     from qrsup.kernels.judge.harness_watch import HarnessWatch
 
-    watch, seed = HarnessWatch([generators]), torch.manual_seed
+    from qrsup.kernels.judge.contestant import HARNESS_OPERATORS
+
+    watch, seed = HarnessWatch([generators], HARNESS_OPERATORS), torch.manual_seed
     compiled = torch.compile(lambda x: x * 2 + 1, backend="eager")
     assert float(compiled(torch.ones(4)).sum()) == 12.0
-    print(torch.manual_seed is seed, watch.changes())
+    print(torch.manual_seed is seed, watch.changes(operators=True))
     """
 )
 

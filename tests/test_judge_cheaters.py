@@ -188,6 +188,11 @@ def test_a_candidate_that_reaches_into_input_preparation_fails_for_it(cheater, s
             "replaced qrsup.kernels.judge.contestant.DeviceClock.time_ns",
         ),
         ("swaps_the_clock_class.py", "prepared inputs", "the clock's __class__"),
+        (
+            "overrides_an_operator_the_harness_runs.py",
+            "inspected outputs",
+            "the kernel of aten::clone (CPU)",
+        ),
         ("replaces_the_harness_clock.py", "inspected outputs", "the contestant's clock"),
         ("hides_the_export.py", "prepared inputs", "the contestant's _export"),
     ],

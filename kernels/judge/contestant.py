@@ -54,6 +54,19 @@ MAX_TRACEBACK_CHARS = 8000
 # The contestant's attributes that change as it serves: the candidate, and each repetition's
 # inputs and outputs. Any other is the harness's own and must not change once it is built.
 PER_REPETITION = ("kernel", "originals", "inputs", "outputs")
+# The operators the harness runs around the candidate's window: its input generation (every
+# case), the clone each call gets, the flush, the mutation check and the export. A kernel
+# registered for one of them runs the candidate's code outside every window, so each look
+# before outputs are inspected checks where the dispatcher sends them (harness_watch.py).
+HARNESS_OPERATORS = (
+    "aten::abs", "aten::add.Tensor", "aten::arange", "aten::clone", "aten::copy_",
+    "aten::detach", "aten::diag_embed", "aten::empty.memory_format", "aten::empty_like",
+    "aten::equal", "aten::expand", "aten::fill_.Tensor", "aten::index.Tensor",
+    "aten::index_put_", "aten::le.Scalar", "aten::lift_fresh", "aten::linspace",
+    "aten::logspace", "aten::mul.Tensor", "aten::multinomial", "aten::ones",
+    "aten::randn.generator", "aten::randperm.generator", "aten::reshape", "aten::slice.Tensor",
+    "aten::sub.Tensor", "aten::triu", "aten::unsqueeze", "aten::view", "aten::zero_",
+)  # fmt: skip
 
 Kernel = Callable[[torch.Tensor], object]
 
@@ -117,7 +130,8 @@ class Contestant:
         self.warmed = warm_libraries(device)  # before any candidate code: the same for each
         # Before any candidate code exists here: the tools that prepare, time and hand back
         # its work, as they are, this object's among them (the watch included).
-        self.watch = HarnessWatch([sys.modules[__name__], generators, export_area, protocol])
+        modules = [sys.modules[__name__], generators, export_area, protocol]
+        self.watch = HarnessWatch(modules, HARNESS_OPERATORS, device.type)
         harness = {"contestant": (self, PER_REPETITION), "clock": (self.clock, ())}
         if self.exports is not None:
             harness["export area"] = (self.exports, ())
@@ -210,7 +224,7 @@ class Contestant:
         """Rule checks on the last outputs; with `export`, write them where the referee reads.
         Refused, like a preparation, when the candidate has reached into the harness: what
         it patched during its calls would otherwise only be seen at the next preparation."""
-        if tampered := self.watch.seen():
+        if tampered := self.watch.seen(operators=True):
             return {"ok": False, "kind": "tamper", "error": tampered}
         problems = [p for i, out in enumerate(self.outputs) for p in self._problems(i, out)]
         problems += self._aliasing_problems()
