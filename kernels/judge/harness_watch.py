@@ -20,9 +20,11 @@ Below Python, the dispatcher decides which kernel an operator runs, and `torch.l
 any code register one: before outputs are inspected, the kernels of the operators the harness
 runs must still be where they were registered when it started.
 
-This is not a wall: code that swaps a tool only while the harness is not looking, or patches C
-functions or the CUDA driver, goes unseen here and is left to the referee's clock (the README
-says so).
+This is not a wall: it runs in the candidate's process, so code that aims at it gets past it
+(it can replace the watch's own methods, change the data the harness reads, hook an operator the
+list leaves out, or swap a tool only while the harness is not looking), and patches of C
+functions or the CUDA driver go unseen. That is left to the referee's clock (the README says
+so); the watch makes the easy patches fail with a clear verdict.
 """
 
 from __future__ import annotations
@@ -223,7 +225,7 @@ class HarnessWatch:
             for m in modules
             for cls in _own_classes(m)
         }
-        self._objects: dict[str, tuple[object, frozenset[str], dict[str, object]]] = {}
+        self._objects: dict[str, tuple[object, frozenset[str], Snapshot]] = {}
         self._tensor_methods = _snapshot(_callables(torch.Tensor))
         self._hooks = _hooks()
         self._points = _dispatch_points(operators, device_type)
