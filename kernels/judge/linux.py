@@ -112,6 +112,14 @@ def pivot_root(new_root: str, put_old: str) -> None:
     _syscall("pivot_root", new_root.encode(), put_old.encode())
 
 
+def _kept_flags(target: str) -> int:
+    """The mount flags a remount of `target` must repeat (a user namespace locks some), its
+    read-only flag among them."""
+    kept = os.statvfs(target).f_flag
+    flags = sum(ms for st, ms in _KEPT_FLAGS.items() if kept & st)
+    return flags | (MS_RDONLY if kept & os.ST_RDONLY else 0)
+
+
 def make_read_only(target: str, recursive: bool = True) -> None:
     """Read-only for the mount at `target` and, when `recursive`, every mount below it (only the
     top one where the kernel predates mount_setattr), keeping the flags a user namespace locks."""
@@ -121,9 +129,7 @@ def make_read_only(target: str, recursive: bool = True) -> None:
 def make_inert(target: str) -> None:
     """No set-user-ID program and no device file works through the mount at `target` (a bind
     of a host directory the contestant may write), keeping the flags it has."""
-    kept = os.statvfs(target).f_flag
-    flags = sum(ms for st, ms in _KEPT_FLAGS.items() if kept & st) | MS_NOSUID | MS_NODEV
-    flags |= MS_RDONLY if kept & os.ST_RDONLY else 0
+    flags = _kept_flags(target) | MS_NOSUID | MS_NODEV
     mount("none", target, None, MS_REMOUNT | MS_BIND | flags)
 
 
@@ -146,9 +152,8 @@ def _set_read_only(target: str, read_only: bool, recursive: bool) -> None:
     except OSError as exc:
         if exc.errno != 38:  # ENOSYS
             raise
-        kept = os.statvfs(target).f_flag
-        flags = sum(ms for st, ms in _KEPT_FLAGS.items() if kept & st)
-        mount("none", target, None, MS_REMOUNT | MS_BIND | flags | (MS_RDONLY if read_only else 0))
+        flags = _kept_flags(target) & ~MS_RDONLY | (MS_RDONLY if read_only else 0)
+        mount("none", target, None, MS_REMOUNT | MS_BIND | flags)
 
 
 def drop_bounding_set() -> None:

@@ -48,9 +48,9 @@ def tidy_kept_cache(cache: Path | None) -> str:
     for directory, subdirectories, files in os.walk(cache):
         for name in (*subdirectories, *files):
             path = os.path.join(directory, name)
-            mode = os.lstat(path)
-            plain_mode(path, mode.st_mode)
-            used += mode.st_blocks * 512  # what the disk holds: a sparse file takes little
+            found = os.lstat(path)
+            plain_mode(path, found.st_mode)
+            used += found.st_blocks * 512  # what the disk holds: a sparse file takes little
     if used <= limit:
         return ""
     shutil.rmtree(cache, ignore_errors=True)
