@@ -128,6 +128,35 @@ def test_a_kernel_registered_for_an_operator_the_harness_runs_is_named():
     assert watch.changes(operators=True) == []
 
 
+def test_a_table_the_harness_reads_is_watched_entry_by_entry():
+    """The generator picks a builder per case from a dict: swapping one entry leaves every
+    name bound as it was."""
+    watch = HarnessWatch([generators])
+    dense = generators.BUILDERS["dense"]
+    generators.BUILDERS["dense"] = lambda a, gen, cond: dense(a, gen, cond)
+    try:
+        assert watch.changes() == ["replaced qrsup.kernels.generators.BUILDERS"]
+    finally:
+        generators.BUILDERS["dense"] = dense
+    assert watch.changes() == []
+
+
+def test_an_audit_sees_a_kernel_for_an_operator_the_list_leaves_out():
+    """The clone calls `aten::empty_strided` below Python: a kernel registered for it runs on
+    every input the harness copies, though no harness step names it."""
+    watch = HarnessWatch([generators], ["aten::clone"])
+    library = torch.library.Library("aten", "IMPL")
+    assert watch.changes(every_operator=True) == []
+    library.impl("empty_strided", lambda *a, **k: torch.empty(0), "CPU")
+    try:
+        assert watch.changes(operators=True) == []  # not one of the listed operators
+        seen = watch.changes(every_operator=True)
+        assert seen == ["replaced the kernel of aten::empty_strided (CPU)"]
+    finally:
+        library._destroy()
+    assert watch.changes(every_operator=True) == []
+
+
 def test_hooks_into_every_call_are_named():
     watch = HarnessWatch([generators])
     sys.setprofile(lambda frame, event, value: None)
@@ -178,7 +207,7 @@ COMPILES_HONESTLY = textwrap.dedent(
     watch, seed = HarnessWatch([generators], HARNESS_OPERATORS), torch.manual_seed
     compiled = torch.compile(lambda x: x * 2 + 1, backend="eager")
     assert float(compiled(torch.ones(4)).sum()) == 12.0
-    print(torch.manual_seed is seed, watch.changes(operators=True))
+    print(torch.manual_seed is seed, watch.changes(every_operator=True))
     """
 )
 

@@ -160,6 +160,7 @@ def test_candidate_sees_no_api_keys(monkeypatch):
             "replaced qrsup.kernels.judge.contestant.generate_input",
         ),
         ("profiles_the_input_generator.py", "installed a profile function (sys.setprofile)"),
+        ("edits_the_generators_table.py", "replaced qrsup.kernels.generators.BUILDERS"),
     ],
 )
 def test_a_candidate_that_reaches_into_input_preparation_fails_for_it(cheater, seen):
@@ -192,6 +193,11 @@ def test_a_candidate_that_reaches_into_input_preparation_fails_for_it(cheater, s
             "overrides_an_operator_the_harness_runs.py",
             "inspected outputs",
             "the kernel of aten::clone (CPU)",
+        ),
+        (
+            "overrides_an_operator_the_list_leaves_out.py",
+            "was audited after the spec was timed",
+            "the kernel of aten::empty_strided (CPU)",
         ),
         ("replaces_the_harness_clock.py", "inspected outputs", "the contestant's clock"),
         ("hides_the_export.py", "prepared inputs", "the contestant's _export"),

@@ -16,15 +16,19 @@ attribute is how a candidate reaches the clock without touching a module name: p
 `DeviceClock.time_ns` once claimed 1/50 of the real time on the CPU and passed, and replacing the
 contestant's clock or its export method went unseen too.
 
-Below Python, the dispatcher decides which kernel an operator runs, and `torch.library` lets
-any code register one: before outputs are inspected, the kernels of the operators the harness
-runs must still be where they were registered when it started.
+The harness's data is watched like its functions: a module's tables (the generator's builders
+by case) must hold the same entries. Below Python, the dispatcher decides which kernel an
+operator runs, and `torch.library` lets any code register one: before outputs are inspected,
+the kernels of the operators the harness runs must still be where they were registered when it
+started, and after each spec is timed (`audit`, about 60 ms, outside every timed cycle) so must
+those of every aten operator that existed then, since the listed ones call others below
+Python.
 
 This is not a wall: it runs in the candidate's process, so code that aims at it gets past it
-(it can replace the watch's own methods, change the data the harness reads, hook an operator the
-list leaves out, or swap a tool only while the harness is not looking), and patches of C
-functions or the CUDA driver go unseen. That is left to the referee's clock (the README says
-so); the watch makes the easy patches fail with a clear verdict.
+(it can replace the watch's own methods, or swap a tool only while the harness is not
+looking), and patches of C functions or the CUDA driver go unseen. That is left to the
+referee's clock (the README says so); the watch makes the easy patches fail with a clear
+verdict.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from __future__ import annotations
 import ast
 import gc
 import inspect
+import itertools
 import operator
 import sys
 import threading
@@ -43,6 +48,7 @@ from torch.utils._device import DeviceContext
 
 MONITORING_TOOLS = range(6)  # sys.monitoring's tool ids (Python 3.12+)
 _MISSING = object()  # what a removed attribute reads as
+TABLES = (dict, list)  # mutable data whose entries are watched (an empty one may fill)
 
 
 def _functions(value: object) -> list[FunctionType]:
@@ -66,9 +72,13 @@ def _cell(cell: object) -> object:
 
 def _insides(value: object) -> tuple[object, ...]:
     """What a patch can change behind a value that stays the same object: its functions' code,
-    defaults and closure cells (empty for a value with no Python function behind it). Swapping
+    defaults and closure cells, or a table's entries (empty for a value with neither). Swapping
     `DeviceClock.time_ns.__code__` in place kept the function object and passed with a fiftieth
-    of the real time on the CPU."""
+    of the real time on the CPU; so did a builder swapped in `generators.BUILDERS`."""
+    if type(value) is dict:
+        return tuple(itertools.chain.from_iterable(value.items()))
+    if type(value) is list:
+        return tuple(value)
     parts: tuple[object, ...] = ()
     for function in _functions(value):
         kwdefaults = function.__kwdefaults__
@@ -91,7 +101,7 @@ def _unchanged(was: tuple[object, tuple[object, ...]], now: object) -> bool:
     value, insides = was
     if now is not value:
         return False
-    if not insides:
+    if not insides and type(value) not in TABLES:  # nothing behind it to change
         return True
     now_insides = _insides(now)  # compared by identity: a planted object's __eq__ could lie
     return len(now_insides) == len(insides) and all(map(operator.is_, insides, now_insides))
@@ -102,6 +112,12 @@ def _differing(before: Snapshot, now: Mapping[str, object]) -> list[str]:
     removed, in order."""
     changed = [name for name, was in before.items() if not _unchanged(was, now.get(name, _MISSING))]
     return changed + [name for name in now if name not in before]
+
+
+def _globals(module: ModuleType) -> dict[str, object]:
+    """A harness module's names, data as well as functions, but for the interpreter's own
+    (`__builtins__`, `__warningregistry__`), which change under any module."""
+    return {name: value for name, value in vars(module).items() if not name.startswith("__")}
 
 
 def _callables(namespace: object, names: set[str] | None = None) -> dict[str, object]:
@@ -177,13 +193,18 @@ def _hooks() -> dict[str, object]:
     }
 
 
-def _dispatch_points(operators: Iterable[str], device_type: str) -> list[tuple[str, str, object]]:
-    """(label, operator, dispatch key) for each operator at each key that routes a call on a
-    `device_type` tensor: the device's own kernel, its autograd kernel, a factory's backend
-    choice, and views' and in-place ops' bookkeeping."""
+def _dispatch_keys(device_type: str) -> list[str]:
+    """The keys that route a call on a `device_type` tensor: the device's own kernel, its
+    autograd kernel, a factory's backend choice, and views' and in-place ops' bookkeeping."""
     device = device_type.upper()
-    names = [device, f"Autograd{device}", "BackendSelect", "ADInplaceOrView"]
-    keys = {name: getattr(torch._C.DispatchKey, name) for name in names}
+    return [device, f"Autograd{device}", "BackendSelect", "ADInplaceOrView"]
+
+
+def _dispatch_points(
+    operators: Iterable[str], key_names: Iterable[str]
+) -> list[tuple[str, str, object]]:
+    """(label, operator, dispatch key) for each operator at each key."""
+    keys = {name: getattr(torch._C.DispatchKey, name) for name in dict.fromkeys(key_names)}
     return [(f"{op} ({name})", op, key) for op in operators for name, key in keys.items()]
 
 
@@ -210,14 +231,15 @@ class HarnessWatch:
         operators: Iterable[str] = (),
         device_type: str = "cpu",
     ) -> None:
-        """Watch every callable of `modules` (the harness's own) and every attribute of the
+        """Watch every name of `modules` (the harness's own) and every attribute of the
         classes they define, the torch functions their source calls, and every tensor method:
         the class's own dictionary only grows when code patches a method of its C base. The
         dispatcher's kernels for `operators` (those the harness runs, on `device_type`) are
-        looked at only when asked (`seen(operators=True)`): about 0.3 ms a look."""
+        looked at only when asked (`seen(operators=True)`): about 0.5 ms a look; every
+        operator's, only in an audit (`seen(every_operator=True)`)."""
         modules = list(modules)
         used = set().union(*(torch_names(m) for m in modules))
-        self._names = {_name(m): (m, _snapshot(_callables(m))) for m in modules}
+        self._names = {_name(m): (m, _snapshot(_globals(m))) for m in modules}
         self._names["torch"] = (torch, _snapshot(_callables(torch, used)))
         self._names["torch.linalg"] = (torch.linalg, _snapshot(_callables(torch.linalg, used)))
         self._classes = {
@@ -228,8 +250,15 @@ class HarnessWatch:
         self._objects: dict[str, tuple[object, frozenset[str], Snapshot]] = {}
         self._tensor_methods = _snapshot(_callables(torch.Tensor))
         self._hooks = _hooks()
-        self._points = _dispatch_points(operators, device_type)
+        self._points = _dispatch_points(operators, _dispatch_keys(device_type))
         self._kernels = _kernels(self._points)
+        # Every aten operator, at the CPU's keys too (a GPU's inputs pass through CPU tensors).
+        # Other namespaces are not the harness's, and torch fills some in as it goes: compiling
+        # gives the collectives of `_c10d_functional` autograd kernels.
+        every_key = _dispatch_keys(device_type) + _dispatch_keys("cpu")
+        every = [op for op in torch._C._dispatch_get_all_op_names() if op.startswith("aten::")]
+        self._every_point = _dispatch_points(every, every_key)
+        self._every_kernel = _kernels(self._every_point)
 
     def add_objects(self, objects: Mapping[str, tuple[object, Iterable[str]]]) -> None:
         """Watch harness objects, once they are whole (this watch may be one of their
@@ -240,8 +269,10 @@ class HarnessWatch:
             kept = frozenset(changing)
             self._objects[label] = (obj, kept, _snapshot(_settled(obj, kept)))
 
-    def changes(self, operators: bool = False) -> list[str]:
-        """What the candidate replaced or installed since, in words; empty when nothing."""
+    def changes(self, operators: bool = False, every_operator: bool = False) -> list[str]:
+        """What the candidate replaced or installed since, in words; empty when nothing. With
+        `operators`, the kernels of the harness's operators too; with `every_operator`, those
+        of every operator that existed when the watch began (an audit)."""
         found = [
             f"{label}.{name}"
             for label, (space, before) in self._names.items()
@@ -262,16 +293,20 @@ class HarnessWatch:
             f"torch.Tensor.{name}"
             for name in _differing(self._tensor_methods, _callables(torch.Tensor))
         ]
-        if operators:
-            now_kernels = zip(self._points, self._kernels, _kernels(self._points), strict=True)
+        points, kernels = self._points, self._kernels
+        if every_operator:
+            points, kernels = self._every_point, self._every_kernel
+        if operators or every_operator:
+            now_kernels = zip(points, kernels, _kernels(points), strict=True)
             found += [f"the kernel of {point[0]}" for point, was, now in now_kernels if now != was]
         now = _hooks()
         installed = [f"installed {hook}" for hook, was in self._hooks.items() if now[hook] != was]
         return ([f"replaced {', '.join(found[:5])}"] if found else []) + installed
 
-    def seen(self, operators: bool = False) -> str:
-        """What changed, in one line, or ""; with `operators`, the dispatcher's kernels too."""
-        return "; ".join(self.changes(operators))
+    def seen(self, operators: bool = False, every_operator: bool = False) -> str:
+        """What changed, in one line, or ""; with `operators` or `every_operator`, the
+        dispatcher's kernels too (`changes`)."""
+        return "; ".join(self.changes(operators, every_operator))
 
     def guard(self, body: Callable[[], None]) -> str:
         """Run `body` (a preparation) between two looks; what changed, or ""."""

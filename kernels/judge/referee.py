@@ -434,6 +434,7 @@ class Referee:
             self._warm_up(outcome)
             durations, cycles = self._timed_repetitions(outcome, tolerance)
             verdict = judge_integrity(cycles, self.baselines[spec], tolerance)
+        self._audit()
         outcome.stats = Stats.from_durations(durations)
         windows = [max(0.0, c.window_ns - self.go_overhead_ns) / outcome.count for c in cycles]
         outcome.referee_mean_ns = sum(windows) / len(windows)
@@ -445,6 +446,16 @@ class Referee:
         }
         if not verdict.ok:
             outcome.fail("fail", f"{verdict.reason} ({len(cycles)} repetitions)", "integrity")
+
+    def _audit(self) -> None:
+        """The contestant's look at every operator's kernel, once the spec's timing is done
+        (about 60 ms, too dear for every cycle): a tamper ends the run like any other."""
+        start = time.monotonic()
+        reply = self._ask({"op": "audit"}, "inspect", "audit").reply
+        self.phases["audit"] = self.phases.get("audit", 0.0) + time.monotonic() - start
+        _refuse_tamper(reply, "was audited after the spec was timed")
+        if not reply.get("ok"):
+            raise ContestantFailure("error", f"audit: the harness failed: {reply.get('error')}")
 
     def _warm_up(self, outcome: SpecOutcome) -> None:
         """One checked call on the spec's public seeds before any is timed: the contestant's
