@@ -256,17 +256,21 @@ def test_work_hidden_on_a_side_queue_fails_integrity_within_seconds_under_the_co
     assert report.specs[0]["gate"] == "integrity"
 
 
-@pytest.mark.gpu
-def test_work_deferred_to_the_checked_repetitions_exports_fails_integrity(tmp_path: Path):
-    """The candidate does its work only in the exports the referee asks for after a window, the
-    repetitions it will check. With exports through a file (80 ms at 8×2048 on an H200) half an
-    exported cycle covered the spec's whole kernel (9.6 ms); as a DMA judged at a tenth of its
-    cost, it does not."""
-    cheater = CHEATERS / "defers_work_to_the_export.py"
-    suite = Suite("deferred", tests=(), benchmarks=(Spec(8, 2048, 1, "dense", 5),))
-    cache = per_source(tmp_path)(cheater)
-    report = judge(cheater, "bench", device="cuda", rule="quick", suite=suite, triton_cache=cache)
+@pytest.mark.parametrize(
+    ("cheater", "seen"),
+    [
+        ("defers_work_to_the_export.py", "H is a torch.Tensor subclass (_Deferred)"),
+        ("returns_a_pair_that_factors_when_read.py", "custom_kernel returned _Later"),
+    ],
+)
+def test_outputs_that_run_code_when_the_harness_reads_them_are_refused(cheater, seen):
+    """A subclass's hooks run the candidate's code when the harness exports its outputs, after
+    the window, for the repetitions the referee will check: the timed call only allocates and
+    every checked answer is right. Before outputs had to be plain tuples and tensors, the
+    tensor subclass passed the smoke suite at 0.025 ms against torch.geqrf's 1.6. (Wrapping the
+    export itself is seen by the harness watch: hides_the_export.py.)"""
+    report = judge(CHEATERS / cheater, "bench")
+    assert report.verdict == "fail", report.reason
     spec = report.specs[0]
-    seen = {key: spec.get(key) for key in ("stats", "integrity")}
-    assert report.verdict == "fail", f"{report.reason} {seen}"
-    assert spec["gate"] == "integrity", seen
+    assert spec["gate"] == "type", spec
+    assert seen in report.reason

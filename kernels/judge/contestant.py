@@ -71,6 +71,25 @@ HARNESS_OPERATORS = (
 Kernel = Callable[[torch.Tensor], object]
 
 
+def _reads_as_a_tuple(value: object) -> bool:
+    """A tuple type whose length, items and iteration are the tuple's own."""
+    return (
+        isinstance(value, type)
+        and issubclass(value, tuple)
+        and all(
+            getattr(value, m) is getattr(tuple, m) for m in ("__iter__", "__len__", "__getitem__")
+        )
+    )
+
+
+# What (H, tau) may come in: exactly these types, no subclass of them. torch's own result
+# tuples (`torch.geqrf`'s among them) are C types whose reading runs no Python; the set is taken
+# before any candidate code exists, which could otherwise add a look-alike to the module.
+PLAIN_PAIRS = frozenset(
+    [tuple, list, *(v for v in vars(torch.return_types).values() if _reads_as_a_tuple(v))]
+)
+
+
 class DeviceClock:
     """Times a window on the device: CUDA events, or a monotonic clock after synchronising."""
 
@@ -242,16 +261,22 @@ class Contestant:
         return {"ok": True}
 
     def _problems(self, index: int, output: object) -> list[dict]:
-        if not isinstance(output, tuple | list) or len(output) != 2:
+        """Plain types are checked first, by `type()` alone: a subclass's hooks (a tuple's
+        iteration, a tensor's `__torch_function__`) would run the candidate's code as the harness
+        reads its outputs, after the window; one that factored as the export detached its
+        outputs passed the smoke suite at a sixtieth of the real time on the CPU."""
+        if type(output) not in PLAIN_PAIRS or len(output) != 2:
             kind = type(output).__name__
             return [_problem(index, "type", f"custom_kernel returned {kind}, not (H, tau)")]
         a = self.originals[index]
         batch, n = a.shape[0], a.shape[-1]
         found = []
         for name, value, shape in (("H", output[0], (batch, n, n)), ("tau", output[1], (batch, n))):
-            if not isinstance(value, torch.Tensor):
+            if type(value) is not torch.Tensor:
                 kind = type(value).__name__
-                found.append(_problem(index, "type", f"{name} is {kind}, not a tensor"))
+                if isinstance(value, torch.Tensor):
+                    kind = f"a torch.Tensor subclass ({kind})"
+                found.append(_problem(index, "type", f"{name} is {kind}, not a plain tensor"))
             elif tuple(value.shape) != shape:
                 reason = f"{name} has shape {tuple(value.shape)}, expected {shape}"
                 found.append(_problem(index, "shape", reason))
@@ -267,10 +292,10 @@ class Contestant:
         spans = [("input", i, _span(a)) for i, a in enumerate(self.inputs)]
         found = []
         for i, output in enumerate(self.outputs):
-            if not isinstance(output, tuple | list):
+            if type(output) not in PLAIN_PAIRS:
                 continue
             for name, value in zip(("H", "tau"), output, strict=False):
-                if not isinstance(value, torch.Tensor):
+                if type(value) is not torch.Tensor:
                     continue
                 span = _span(value)
                 for owner, j, other in spans:
