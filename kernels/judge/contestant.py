@@ -253,7 +253,7 @@ class Contestant:
         return {"ok": True, "problems": problems[:20]}
 
     def audit(self, _: dict) -> dict:
-        """The watch's widest look, once a spec is timed and outside every timed cycle: a kernel
+        """The watch's widest look, after a spec is timed and outside every timed cycle: a kernel
         registered for an operator the list leaves out, one a listed operator calls below
         Python (`aten::empty_strided` under the clone), is seen here."""
         if tampered := self.watch.seen(every_operator=True):

@@ -20,7 +20,7 @@ The harness's data is watched like its functions: a module's tables (the generat
 by case) must hold the same entries. Below Python, the dispatcher decides which kernel an
 operator runs, and `torch.library` lets any code register one: before outputs are inspected,
 the kernels of the operators the harness runs must still be where they were registered when it
-started, and after each spec is timed (`audit`, about 60 ms, outside every timed cycle) so must
+started, and after benchmark specs are timed (`audit`, 45–90 ms, outside every cycle) so must
 those of every aten operator that existed then, since the listed ones call others below
 Python.
 

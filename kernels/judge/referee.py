@@ -58,6 +58,11 @@ CALIBRATION_CYCLES = 9
 CALIBRATION_CYCLES_PER_SPEC = 5
 EXPORT_CALIBRATION_CYCLES = 3
 SAMPLED_RECHECK_PROBABILITY = 0.125
+# The audit of every operator's kernel (about 90 ms on an H200's host, 5% of a qr_v2 run when
+# it followed every spec) follows the first and last benchmark specs and this share of the
+# others, drawn after each spec: a kernel kept registered is caught before any spec's figure
+# counts, and one registered later cannot know whether it will be looked for.
+AUDIT_PROBABILITY = 0.25
 # How much the contestant's other threads may run outside a window before its waits count as
 # its own doing: a floor, or a share of the time outside the window.
 OTHER_THREADS_SLACK_NS = 2_000_000
@@ -434,7 +439,8 @@ class Referee:
             self._warm_up(outcome)
             durations, cycles = self._timed_repetitions(outcome, tolerance)
             verdict = judge_integrity(cycles, self.baselines[spec], tolerance)
-        self._audit()
+        if self._audit_due(outcome):
+            self._audit()
         outcome.stats = Stats.from_durations(durations)
         windows = [max(0.0, c.window_ns - self.go_overhead_ns) / outcome.count for c in cycles]
         outcome.referee_mean_ns = sum(windows) / len(windows)
@@ -446,6 +452,10 @@ class Referee:
         }
         if not verdict.ok:
             outcome.fail("fail", f"{verdict.reason} ({len(cycles)} repetitions)", "integrity")
+
+    def _audit_due(self, outcome: SpecOutcome) -> bool:
+        edge = outcome.index in (0, len(self.config["benchmarks"]) - 1)
+        return edge or self.random.random() < AUDIT_PROBABILITY
 
     def _audit(self) -> None:
         """The contestant's look at every operator's kernel, once the spec's timing is done
