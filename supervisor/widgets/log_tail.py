@@ -2,7 +2,8 @@
 
 Lines arrive ready to draw (`log_lines.py`: cleaned and measured on the watcher's thread), so a
 batch costs the screen an append and the rows it shows. A line wraps onto as many rows as it
-needs (`w` turns wrapping off: one row per line, and ←/→ scroll across the longest).
+needs, between words where it can (`w` turns wrapping off: one row per line, and ←/→ scroll
+across the longest).
 
 The tail's size changes with every batch. Textual lays the whole screen out again when a
 widget's virtual size changes, so this widget keeps that change to itself: its scrollbars never
@@ -52,6 +53,7 @@ class LogTail(ScrollView, can_focus=True):
         self.border_title = "log"
         self._lines: list[LogLine] = []
         self._row_ends: list[int] = []  # wrapped: rows up to and including each line
+        self._row_starts: list[tuple[int, ...] | None] = []  # wrapped: where each row begins
 
     @property
     def lines(self) -> list[str]:
@@ -100,8 +102,14 @@ class LogTail(ScrollView, can_focus=True):
             index = bisect_right(self._row_ends, row)
             if index >= len(self._lines):
                 return Strip.blank(width, style)
-            first_row = self._row_ends[index - 1] if index else 0
-            start = (row - first_row) * width
+            part = row - (self._row_ends[index - 1] if index else 0)
+            starts = self._row_starts[index]
+            if starts is not None:
+                text = self._lines[index].text
+                end = starts[part + 1] if part + 1 < len(starts) else len(text)
+                piece = text[starts[part] : end]
+                return Strip([Segment(piece, style)], len(piece)).crop_extend(0, width, style)
+            start = part * width
         else:
             index, start = row, scroll_x
             if index >= len(self._lines):
@@ -114,7 +122,11 @@ class LogTail(ScrollView, can_focus=True):
         """Size the scroll area to the lines; keep showing the end when the end was shown."""
         width = max(1, self.scrollable_content_region.width)
         if self.wrap:
-            rows = (max(1, -(-line.cells // width)) for line in self._lines)
+            self._row_starts = [word_wrap(line, width) for line in self._lines]
+            rows = (
+                len(starts) if starts is not None else max(1, -(-line.cells // width))
+                for line, starts in zip(self._lines, self._row_starts, strict=True)
+            )
             self._row_ends = list(accumulate(rows))
             size = Size(width, self._row_ends[-1] if self._row_ends else 0)
         else:
@@ -125,3 +137,18 @@ class LogTail(ScrollView, can_focus=True):
         if follow:
             self.scroll_end(animate=False, immediate=True, x_axis=False)
         self.refresh()
+
+
+def word_wrap(line: LogLine, width: int) -> tuple[int, ...] | None:
+    """Where each of the line's rows begins: after the last space that fits, or at the width
+    when a word is longer than a row. None for a line with wide characters, which is cut by
+    cells instead."""
+    text = line.text
+    if line.cells != len(text):
+        return None
+    starts = [0]
+    while len(text) - starts[-1] > width:
+        start = starts[-1]
+        space = text.rfind(" ", start + 1, start + width + 1)
+        starts.append(space + 1 if space > start else start + width)
+    return tuple(starts)
