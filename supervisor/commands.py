@@ -25,7 +25,7 @@ from qrsup.supervisor.launch import (
     prepare_session,
 )
 from qrsup.supervisor.local_ray import LocalRay
-from qrsup.supervisor.widgets.format import agent_spend, agent_state
+from qrsup.supervisor.widgets.format import agent_spend, agent_state, verdict_label
 from rich.console import Console
 from rich.table import Table
 
@@ -182,7 +182,7 @@ def status_table(fleet: Fleet) -> Table:
             str(s.iteration),
             format_ms(s.best_geomean_ns),
             agent_spend(s),
-            s.last_verdict or "—",
+            verdict_label(s.last_verdict),
             age,
             s.goal,
         )

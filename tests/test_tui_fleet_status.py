@@ -74,6 +74,18 @@ async def test_quota_waits_stalls_and_spend_are_in_the_agent_list(tmp_path):
         assert app.main.query_one(AgentList).border_subtitle == "session spend $0.42 · 21.3k tok"
 
 
+async def test_a_run_refused_because_the_judge_changed_does_not_read_as_the_candidates_doing(
+    tmp_path,
+):
+    """The stored verdict is "tampered" (the judge's own files changed under the session); a
+    cheating candidate fails gate `tamper` instead, so the list says what happened."""
+    app = app_with(tmp_path, a2={"last_verdict": "tampered"})
+    async with app.run_test(size=(120, 30)) as pilot:
+        await until(pilot, lambda: app.main.query_one(AgentList).row_count == 3, 5, "the rows")
+        assert cell(app, "a2", "last") == "judge changed"
+        assert cell(app, "a1", "last") == "pass"
+
+
 async def test_steer_all_queues_the_text_for_every_agent(tmp_path):
     app = app_with(tmp_path)
     paths = app.fleet.paths

@@ -8,12 +8,11 @@ from dataclasses import dataclass
 from qrsup.agents.spend import total
 from qrsup.supervisor.fleet import STALE_HEARTBEAT_S, AgentStatus
 from qrsup.supervisor.widgets.format import (
-    VERDICT_STYLES,
     age,
     agent_spend,
     agent_state,
     ms,
-    styled,
+    verdict_text,
 )
 from rich.text import Text
 from textual.message import Message
@@ -107,7 +106,7 @@ def _cells(number: int, status: AgentStatus) -> tuple[object, ...]:
         str(status.iteration),
         ms(status.best_geomean_ns),
         Text(agent_spend(status)),
-        styled(status.last_verdict or "—", VERDICT_STYLES),
+        verdict_text(status.last_verdict),
         heartbeat_age(status.heartbeat_age_s) if status.alive else Text("—"),
         Text(status.goal),
     )

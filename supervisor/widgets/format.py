@@ -16,6 +16,14 @@ STATE_STYLES = {
     "stopped": "dim",
 }
 VERDICT_STYLES = {"pass": "green", "fail": "red", "crash": "bold red", "timeout": "red"}
+# Verdicts whose stored name reads as blame on the candidate: "tampered" means the judge's own
+# files changed under a session (nothing was judged); a cheating candidate fails gate `tamper`.
+VERDICT_LABELS = {"tampered": "judge changed"}
+
+
+def verdict_label(verdict: str | None) -> str:
+    """A verdict as people read it, or a dash."""
+    return VERDICT_LABELS.get(verdict, verdict) if verdict else "—"
 
 
 def ms(ns: float | None) -> str:
@@ -38,9 +46,9 @@ def size(num_bytes: float) -> str:
     return f"{value:.1f} GiB"
 
 
-def styled(value: str, styles: dict[str, str]) -> Text:
-    """Plain text (never markup: agents write brackets) styled by its value."""
-    return Text(value, style=styles.get(value, ""))
+def verdict_text(verdict: str | None) -> Text:
+    """Plain text (never markup: agents write brackets) styled by the verdict."""
+    return Text(verdict_label(verdict), style=VERDICT_STYLES.get(verdict or "", ""))
 
 
 def agent_state(status: AgentStatus) -> Text:

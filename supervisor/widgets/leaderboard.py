@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from qrsup.supervisor.board import Board, LeaderEntry, shown_entries
-from qrsup.supervisor.widgets.format import VERDICT_STYLES, ms, styled
+from qrsup.supervisor.widgets.format import ms, verdict_text
 from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.message import Message
@@ -136,7 +136,7 @@ class Leaderboard(DataTable):
         return [
             Text(entry.id),
             geomean_cell(entry),
-            styled(entry.verdict, VERDICT_STYLES),
+            verdict_text(entry.verdict),
             Text(entry.agent),
             Text(entry.role or "—"),
             Text(entry.decision or "—"),
