@@ -677,7 +677,8 @@ class ResearchAgent:
 
     def _pause_session(self, reason: str) -> None:
         """Judge files changed on disk: every agent of the session pauses until a person looks."""
-        text = f"session paused by {self.name}: {reason}"
+        remedy = "qrsup stop, then start the session again to judge with the changed files"
+        text = f"session paused by {self.name}: {reason} ({remedy})"
         self.state.paused = True
         for spec in self.session.agents:
             inbox.send(self.paths.inbox(spec.name), "pause", text, sender=f"agent {self.name}")

@@ -73,7 +73,14 @@ def _prepared_fleet(choices: LaunchChoices, console: Console) -> Fleet:
     if config.executor == "ray":
         where = config.ray_address or "the session's own local Ray instance"
         console.print(f"judge runs go to {where}", highlight=False)
-    return Fleet(paths)
+    fleet = Fleet(paths)
+    if not created and (accepted := fleet.accept_changed_judge()):
+        console.print(
+            f"the judge's files changed since the session started ({', '.join(accepted)}); "
+            "it judges with them from now on (figures from before may not compare)",
+            highlight=False,
+        )
+    return fleet
 
 
 def headless(choices: LaunchChoices, console: Console) -> int:

@@ -37,10 +37,11 @@ from qrsup.agents.lifecycle import (
     read_control,
     record_death,
 )
-from qrsup.agents.records import replace_atomically
+from qrsup.agents.records import AgentLog, replace_atomically
 from qrsup.agents.session import AgentSpec, RunPaths, SessionConfig, load_session, save_session
 from qrsup.agents.spend import CostBudget, Spend
 from qrsup.agents.store import Store
+from qrsup.kernels.judge.manifest import changed_files, load_manifest, save_manifest, take_manifest
 from qrsup.kernels.judge.processes import kill_tree
 from qrsup.kernels.schema import Actor, Lifecycle
 from qrsup.supervisor.leases import GpuLeases, LeaseError, parse_gpus
@@ -207,6 +208,25 @@ class Fleet:
         if spec.device == "cuda" and not ray:
             self.leases().bind(name, process.pid)
         return process.pid
+
+    def accept_changed_judge(self) -> list[str]:
+        """The judge's files that changed since the session started (an upgrade, an edit), now
+        taken as the session's: only while none of its agents runs, so that it is a person
+        starting the session again who accepts them, never a run under way. Each agent's log
+        says so. Empty when nothing changed or an agent still runs (it pauses at its next
+        judge run, saying why)."""
+        changed = changed_files(load_manifest(self.paths.judge_manifest))
+        if not changed or any(self.is_running(name) for name in self.names()):
+            return []
+        save_manifest(self.paths.judge_manifest, take_manifest())
+        line = (
+            f"the judge's files changed since the session started ({', '.join(changed)}): "
+            "judged with from now on, accepted as the session was started again"
+        )
+        for name in self.names():
+            self.paths.ensure(name)
+            AgentLog(self.paths.agent_log(name)).write(line)
+        return changed
 
     def start_all(self, reason: str = "the session was launched") -> dict[str, int]:
         """Start the agents that should run: not those a person killed, paused or stopped, nor

@@ -11,10 +11,12 @@ import sys
 
 from qrsup.agents.proposal import Proposal
 from qrsup.agents.proposers.command_proposer import CommandConfig, CommandProposer
-from qrsup.kernels.judge.manifest import changed_files, take_manifest
+from qrsup.kernels.judge.manifest import changed_files, load_manifest, save_manifest, take_manifest
+from qrsup.supervisor.fleet import Fleet
 
 from tests.conftest import ROOT
 from tests.proposal_contexts import context
+from tests.tui_sessions import frozen_session
 
 # A coding agent that, besides its candidate, edits the judge's checker and the workspace.
 OVERREACHING_AGENT = """
@@ -107,3 +109,23 @@ def test_coding_agent_command_cannot_write_the_workspace_or_the_judge(tmp_path):
     assert store.read_text() == "original\n"
     assert "REFUSED checker.py OSError" in result.transcript
     assert "REFUSED store.sqlite OSError" in result.transcript
+
+
+def test_starting_a_stopped_session_again_accepts_a_changed_judge_and_says_so(
+    tmp_path, monkeypatch
+):
+    """After an upgrade or an edit, every judge run of the session would be refused; a person
+    starting it again (no agent running) takes the judge's files as they are now."""
+    paths = frozen_session(tmp_path)
+    save_manifest(paths.judge_manifest, {**take_manifest(), "checker.py": "0" * 64})
+    fleet = Fleet(paths)
+    monkeypatch.setattr(Fleet, "is_running", lambda self, name: name == "a2")
+    assert fleet.accept_changed_judge() == []  # a run under way pauses instead
+    assert changed_files(load_manifest(paths.judge_manifest)) == ["checker.py"]
+    monkeypatch.undo()
+    assert fleet.accept_changed_judge() == ["checker.py"]
+    assert changed_files(load_manifest(paths.judge_manifest)) == []
+    for name in fleet.names():
+        log = paths.agent_log(name).read_text()
+        assert "the judge's files changed since the session started (checker.py)" in log
+    assert fleet.accept_changed_judge() == []
