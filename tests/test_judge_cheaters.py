@@ -191,13 +191,18 @@ def test_a_candidate_that_reaches_into_input_preparation_fails_for_it(cheater, s
         ("swaps_the_clock_class.py", "prepared inputs", "the clock's __class__"),
         (
             "overrides_an_operator_the_harness_runs.py",
-            "inspected outputs",
+            "prepared inputs",
             "the kernel of aten::clone (CPU)",
         ),
         (
             "overrides_an_operator_the_list_leaves_out.py",
             "was audited after the spec was timed",
             "the kernel of aten::empty_strided (CPU)",
+        ),
+        (
+            "registers_a_kernel_between_looks.py",
+            "prepared inputs",
+            "the kernel of aten::clone (CPU)",
         ),
         ("replaces_the_harness_clock.py", "inspected outputs", "the contestant's clock"),
         ("hides_the_export.py", "prepared inputs", "the contestant's _export"),
