@@ -459,7 +459,7 @@ class Referee:
 
     def _audit(self) -> None:
         """The contestant's look at every operator's kernel, once the spec's timing is done
-        (about 60 ms, too dear for every cycle): a tamper ends the run like any other."""
+        (45–90 ms, too dear for every cycle): a tamper ends the run like any other."""
         start = time.monotonic()
         reply = self._ask({"op": "audit"}, "inspect", "audit").reply
         self.phases["audit"] = self.phases.get("audit", 0.0) + time.monotonic() - start
