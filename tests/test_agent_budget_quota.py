@@ -82,6 +82,7 @@ def test_the_cost_budget_pauses_the_agent_and_a_raised_budget_resumes_it(
     assert hook_file.read_text() == "budget m1\nbudget m1\n"
 
 
+@pytest.mark.e2e  # a whole judge, agent or cluster run: over 8 s here
 def test_a_429_storm_is_waited_out_and_the_agent_resumes_by_itself(
     tmp_path, monkeypatch, seed_incumbent
 ):

@@ -61,6 +61,7 @@ def test_malformed_suite_toml(tmp_path, capsys):
     assert "malformed suite TOML" in capsys.readouterr().err
 
 
+@pytest.mark.e2e  # two whole judge runs, the baseline's and the candidate's: over 8 s here
 def test_bench_with_baseline_prints_table_and_writes_json(tiny_suite, tmp_path):
     out = tmp_path / "report.json"
     args = ["bench", str(CANDIDATES / "blocked_wy.py"), "--suite", str(tiny_suite)]
@@ -73,6 +74,7 @@ def test_bench_with_baseline_prints_table_and_writes_json(tiny_suite, tmp_path):
     assert payload["report"]["seed"] == 99
 
 
+@pytest.mark.e2e  # a `qrsup test` run; the markup test below asserts the same exit and verdict
 def test_failing_candidate_exits_1(tiny_suite):
     result = run_cli("test", str(CHEATERS / "raises.py"), "--suite", str(tiny_suite))
     assert result.returncode == 1

@@ -85,6 +85,7 @@ def decide_against_the_incumbent(
         store.close()
 
 
+@pytest.mark.e2e  # two judge runs: over 7 s here
 def test_a_challenger_failing_its_re_timing_is_rejected_and_the_beam_keeps_its_holder(
     tmp_path: Path,
 ) -> None:

@@ -1,5 +1,10 @@
 """The fast geqrf: gates pass on every case and awkward size, bad input raises, stages match the
-plain-PyTorch references. On a CPU-only machine the Triton kernels run in the interpreter."""
+plain-PyTorch references. On a CPU-only machine the Triton kernels run in the interpreter.
+
+Cases that take several seconds in the interpreter are marked e2e (CI runs them after the rest):
+most of those of paths whose knobs configs.toml ships switched off, and the costlier cases of the
+others. Each such path keeps a cheaper check in the default run: a smaller case, or its plan and
+launch checks (outer blocks in test_fast_config.py, the update variants, the sum by columns)."""
 
 import dataclasses
 import functools
@@ -632,7 +637,9 @@ FUSED = {"path": "fused", "block_width": 16, "panel_width": 8, "fused_warps": 2}
 FUSED_TILES = {"update_block_m": 16, "update_block_n": 16}
 
 
-@pytest.mark.parametrize("case", [*CASES, "mixed"])
+@pytest.mark.parametrize(
+    "case", [*(pytest.param(case, marks=pytest.mark.e2e) for case in CASES), "mixed"]
+)
 def test_fused_path_passes_every_input_case_across_blocks(
     tmp_path: Path, case: str, nan_poisoned_empty: None
 ) -> None:
@@ -695,9 +702,11 @@ def test_warp_path_flags_non_finite_input(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "knobs",
     [
-        {"block_width": 32, "panel_width": 8},  # several panels per block, short panels
+        # several panels per block, short panels
+        pytest.param({"block_width": 32, "panel_width": 8}, marks=pytest.mark.e2e),
         {"block_width": 32, "panel_width": 16, "update_block_m": 32, "update_block_n": 32},
-        {"block_width": 16, "panel_width": 16},  # one panel per block: no T join
+        # one panel per block: no T join
+        pytest.param({"block_width": 16, "panel_width": 16}, marks=pytest.mark.e2e),
     ],
 )
 def test_fused_path_blockings_match_torch_geqrf(tmp_path: Path, knobs: dict[str, object]) -> None:
@@ -710,7 +719,7 @@ def test_fused_path_blockings_match_torch_geqrf(tmp_path: Path, knobs: dict[str,
     assert torch.allclose(torch.triu(h).cpu().abs(), torch.triu(h_ref).abs(), atol=1e-3)
 
 
-@pytest.mark.parametrize("magnitude", [2.0**-100, 2.0**100])
+@pytest.mark.parametrize("magnitude", [2.0**-100, pytest.param(2.0**100, marks=pytest.mark.e2e)])
 def test_fused_path_rescales_extreme_magnitudes_exactly(tmp_path: Path, magnitude: float) -> None:
     _assert_rescales_exactly(_solver_with(tmp_path, **FUSED, **FUSED_TILES), magnitude)
 
@@ -728,6 +737,7 @@ def test_fused_path_reads_strided_input_and_flags_nan(tmp_path: Path) -> None:
         solver(bad)
 
 
+@pytest.mark.e2e  # 12 s here; IEEE products ship in no class
 def test_per_product_precisions_and_row_split_gram_pass(tmp_path: Path) -> None:
     """Each product at its own precision. Not plain TF32: on an H200 it failed this mixed input
     (64.9 of the allowed 20 with it in V·W), as it fails n = 512; the interpreter rounds none."""
@@ -770,7 +780,8 @@ LOOKAHEAD |= {"inner_update_block_m": 16, "inner_update_block_n": 16}
 
 
 @pytest.mark.parametrize(
-    ("batch", "n", "case"), [(3, 70, "mixed"), (2, 41, "rowscale"), (1, 9, "band")]
+    ("batch", "n", "case"),
+    [pytest.param(3, 70, "mixed", marks=pytest.mark.e2e), (2, 41, "rowscale"), (1, 9, "band")],
 )
 def test_lookahead_path_passes_and_matches_the_plain_launches(
     tmp_path: Path, batch: int, n: int, case: str, nan_poisoned_empty: None
@@ -803,7 +814,12 @@ def _assert_path_passes_and_matches_its_launches(
 
 
 @pytest.mark.parametrize(
-    ("knobs", "n"), [({}, 20), ({}, 70), (LOOKAHEAD, 70)], ids=["one-panel", "panels", "lookahead"]
+    ("knobs", "n"),
+    [
+        pytest.param({}, 20, id="one-panel"),
+        pytest.param({}, 70, id="panels", marks=pytest.mark.e2e),
+        pytest.param(LOOKAHEAD, 70, id="lookahead", marks=pytest.mark.e2e),
+    ],
 )
 def test_unrolled_panels_find_the_factors_of_the_looped_ones(
     tmp_path: Path, knobs: dict[str, object], n: int, nan_poisoned_empty: None
@@ -823,7 +839,12 @@ def test_unrolled_panels_find_the_factors_of_the_looped_ones(
 
 
 @pytest.mark.parametrize(
-    ("knobs", "n"), [({}, 20), ({}, 70), (LOOKAHEAD, 70)], ids=["one-panel", "panels", "lookahead"]
+    ("knobs", "n"),
+    [
+        pytest.param({}, 20, id="one-panel"),
+        pytest.param({}, 70, id="panels", marks=pytest.mark.e2e),
+        pytest.param(LOOKAHEAD, 70, id="lookahead", marks=pytest.mark.e2e),
+    ],
 )
 def test_gathered_columns_find_the_factors_of_the_summed_ones(
     tmp_path: Path, knobs: dict[str, object], n: int, nan_poisoned_empty: None
@@ -843,7 +864,7 @@ BLOCK_LAUNCH = {**LOOKAHEAD, "lookahead": False, "block_launch": True, "t_gram_r
 
 @pytest.mark.parametrize(
     ("batch", "n", "case"),
-    [(3, 70, "mixed"), (1, 9, "band")],
+    [pytest.param(3, 70, "mixed", marks=pytest.mark.e2e), (1, 9, "band")],
 )
 def test_block_launch_passes_and_matches_the_stage_launches(
     tmp_path: Path, batch: int, n: int, case: str, nan_poisoned_empty: None
@@ -857,6 +878,7 @@ def test_block_launch_passes_and_matches_the_stage_launches(
     )
 
 
+@pytest.mark.e2e  # block_launch ships off
 @pytest.mark.parametrize("magnitude", [2.0**-100, 2.0**100])
 def test_block_launch_rescales_extreme_magnitudes_exactly(tmp_path: Path, magnitude: float) -> None:
     """The first block reads A at its scale; every R row leaves at A's scale again."""
@@ -889,6 +911,7 @@ TWO_PASS = {**LOOKAHEAD, "lookahead": False}
         ("inner_update_apply_ahead", "apply_ahead"),
     ],
 )
+@pytest.mark.e2e  # 10 s each here; the four knobs ship off
 def test_update_variants_pass_and_match_the_one_program_walks(
     tmp_path: Path, knob: str, flag: str, nan_poisoned_empty: None
 ) -> None:
@@ -948,6 +971,7 @@ def test_two_pass_leaves_row_split_and_library_updates_their_launches(tmp_path: 
         assert plan.w_width >= max((op.dot_width for op in updates if op.passes_w), default=0)
 
 
+@pytest.mark.e2e  # 12 s here; update_w_by_columns ships off
 def test_row_split_sum_by_columns_passes_and_matches_the_sum_by_reflectors(
     tmp_path: Path, nan_poisoned_empty: None
 ) -> None:
@@ -981,14 +1005,19 @@ def test_row_split_sum_by_columns_reaches_only_the_w_launches(
     "knobs",
     [
         pytest.param(TWO_PASS, id="stage-launches"),
-        pytest.param(LOOKAHEAD, id="look-ahead"),
-        pytest.param(BLOCK_LAUNCH, id="block-launch"),
-        pytest.param({**TWO_PASS, "update_two_pass": True, "t_gram_rows": 128}, id="two-pass"),
+        pytest.param(LOOKAHEAD, id="look-ahead", marks=pytest.mark.e2e),
+        pytest.param(BLOCK_LAUNCH, id="block-launch", marks=pytest.mark.e2e),
+        pytest.param(
+            {**TWO_PASS, "update_two_pass": True, "t_gram_rows": 128},
+            id="two-pass",
+            marks=pytest.mark.e2e,
+        ),
         pytest.param(
             {**TWO_PASS, "panel_split_rows": 32, "panel_width": 16, "update_split_below": 65536},
             id="row-split",
+            marks=pytest.mark.e2e,
         ),
-        pytest.param({**TWO_PASS, "update_library": "cublas"}, id="cublas"),
+        pytest.param({**TWO_PASS, "update_library": "cublas"}, id="cublas", marks=pytest.mark.e2e),
     ],
 )
 def test_column_major_h_passes_and_matches_row_major(
@@ -1013,7 +1042,13 @@ SPLIT_PANELS = {"panel_split_rows": 32, "panel_width": 16, "block_width": 32}
 
 @pytest.mark.parametrize(
     ("batch", "n", "case"),
-    [(1, 70, "dense"), (2, 97, "mixed"), (2, 70, "rankdef"), (1, 97, "band"), (2, 65, "rowscale")],
+    [
+        (1, 70, "dense"),
+        pytest.param(2, 97, "mixed", marks=pytest.mark.e2e),
+        pytest.param(2, 70, "rankdef", marks=pytest.mark.e2e),
+        pytest.param(1, 97, "band", marks=pytest.mark.e2e),
+        (2, 65, "rowscale"),
+    ],
 )
 def test_row_split_panels_pass_the_gates(
     tmp_path: Path, batch: int, n: int, case: str, nan_poisoned_empty: None
@@ -1030,6 +1065,7 @@ def test_row_split_panels_pass_the_gates(
     _assert_passes(a, h, tau)
 
 
+@pytest.mark.e2e  # 9 s each here; the gates of split panels are checked above
 @pytest.mark.parametrize("width", [16, 32])
 def test_row_split_panels_rebuild_the_factors_the_one_program_panels_find(
     tmp_path: Path, width: int
@@ -1108,7 +1144,7 @@ def test_cublas_updates_find_the_factors_the_triton_ones_find(tmp_path: Path) ->
     assert torch.allclose(h, h_triton, atol=1e-4, rtol=1e-4)
 
 
-@pytest.mark.parametrize("magnitude", [2.0**-100, 2.0**100])
+@pytest.mark.parametrize("magnitude", [2.0**-100, pytest.param(2.0**100, marks=pytest.mark.e2e)])
 def test_cublas_updates_rescale_extreme_magnitudes_and_read_strided_input(
     tmp_path: Path, magnitude: float
 ) -> None:
@@ -1148,6 +1184,7 @@ def test_cublas_updates_hold_a_callers_tf32_setting_to_the_configs_and_restore_i
 OUTER_BLOCKS = {"outer_block_width": 64, "block_width": 16, "panel_width": 8, "lookahead": False}
 
 
+@pytest.mark.e2e  # 12 to 18 s each here; test_fast_config.py checks the outer blocks' plans
 @pytest.mark.parametrize(
     "knobs",
     [

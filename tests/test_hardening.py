@@ -73,6 +73,7 @@ def test_a_promotions_revalidation_fails_a_kernel_on_a_hardening_case_its_stages
     assert "2x12 band" in revalidated.report.reason, revalidated.report.reason
 
 
+@pytest.mark.e2e  # two `qrsup test` runs: over 12 s here
 def test_qrsup_test_runs_the_hardening_cases_when_asked(tmp_path):
     """An entrant sees before a promotion what its revalidation will check."""
     candidate, suite = tmp_path / "candidate.py", tmp_path / "hardened.toml"

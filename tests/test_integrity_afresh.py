@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from qrsup.kernels.judge.sandbox import IsolationSettings
 
 from tests.conftest import CHEATERS, judge
@@ -24,6 +25,7 @@ def test_an_honest_candidate_with_many_idle_threads_passes_timing_integrity():
     assert integrity["bookkeeping_ns"] > 0
 
 
+@pytest.mark.e2e  # a spec timed twice, in two contestants: over 8 s here
 def test_a_spec_that_fails_only_in_its_first_contestant_passes_when_timed_afresh():
     report = judge(
         HONEST / "stalls_its_first_process.py", "bench", isolation=IsolationSettings(mode="off")

@@ -87,6 +87,7 @@ def test_agents_stopped_by_quitting_resume_on_relaunch_but_a_pause_holds(tmp_pat
             Fleet(paths).kill(name)
 
 
+@pytest.mark.e2e  # a whole judge, agent or cluster run: over 8 s here
 def test_a_start_records_no_death_and_a_restart_records_the_last_processs_once(
     tmp_path, seed_incumbent
 ):

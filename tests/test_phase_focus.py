@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import random
 from collections import Counter
 
@@ -82,6 +83,16 @@ def _stages_mutated(
 ) -> Counter:
     """How often each stage's knobs of class `cls` were mutated, the parent's shares profiled on
     benchmark `profiled` (3: 640×512, the medium class)."""
+    return Counter(_count_stages_mutated(tuple(shares.items()), profiled, cls, proposals))
+
+
+@functools.cache
+def _count_stages_mutated(
+    shares_items: tuple[tuple[str, float], ...], profiled: int, cls: str, proposals: int
+) -> Counter:
+    """_stages_mutated's count, made once a test run for each set of arguments: the tuner is
+    seeded, so the blind and panel-bound counts the two tests below share are the same."""
+    shares = dict(shares_items)
     space = FastKernelSpace(CONFIGS)
     tuner = TunerProposer(space, QR_V2.benchmarks, list, lambda h: False, random.Random(7))
     parent = space.render(space.default_point())

@@ -103,6 +103,7 @@ def moved_cache(cuda_compiler, tmp_path_factory) -> tuple[Path, Path]:
     return kept, host
 
 
+@pytest.mark.e2e  # a compile for the module, then one for each lookup: over 6 s each here
 @pytest.mark.parametrize("manager", ["relocatable", "triton's own"])
 def test_a_cache_seen_under_another_path_is_found_only_by_the_relocatable_lookup(
     moved_cache, tmp_path, manager

@@ -112,6 +112,7 @@ def test_a_profile_on_the_cluster_brings_its_trace_back_by_value(
     assert trace.is_file() and trace.read_bytes()[:2] == b"\x1f\x8b"  # gzipped, as asked
 
 
+@pytest.mark.e2e  # a profile of a smoke spec on the cluster: 6 s here
 def test_a_trace_larger_than_a_protocol_line_comes_back_in_its_result(
     ray_cluster, make_executor, tmp_path
 ):

@@ -12,6 +12,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pytest
 from qrsup.kernels.judge.device_turns import turn_file
 from qrsup.kernels.judge.environment import judged_environment
 from qrsup.kernels.judge.locks import file_lock
@@ -69,6 +70,7 @@ def test_a_judge_waits_for_its_turn_and_says_so(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.e2e  # two whole judge runs, one after the other: over 9 s here
 def test_two_judges_with_one_turn_file_never_overlap(tmp_path: Path) -> None:
     turns = tmp_path / "cuda-0.turns"
     candidates = []

@@ -44,6 +44,7 @@ def test_second_run_of_a_source_finds_what_the_first_compiled(tmp_path):
     assert _run(candidate, cache) == "HIT"
 
 
+@pytest.mark.e2e  # two whole judge runs: over 6 s here
 def test_another_source_gets_a_cache_of_its_own(tmp_path):
     first, second = tmp_path / "first.py", tmp_path / "second.py"
     first.write_text(COMPILES)

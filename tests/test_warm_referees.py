@@ -63,12 +63,13 @@ def test_a_warm_referee_judges_an_honest_candidate_and_ends_with_its_run():
 @pytest.mark.parametrize(
     ("cheater", "mode", "overrides"),
     [
+        # One cheat a mode here; the rest, each judged cold in test_judge_cheaters.py, with -m e2e.
         ("returns_input.py", "test", {}),
-        ("fake_report.py", "test", {}),
-        ("forges_reply.py", "bench", {}),
+        pytest.param("fake_report.py", "test", {}, marks=pytest.mark.e2e),
+        pytest.param("forges_reply.py", "bench", {}, marks=pytest.mark.e2e),
         ("patches_timer.py", "bench", {}),
-        ("kills_referee.py", "test", {}),
-        ("caches_by_address.py", "bench", {"recheck": "all"}),
+        pytest.param("kills_referee.py", "test", {}, marks=pytest.mark.e2e),
+        pytest.param("caches_by_address.py", "bench", {"recheck": "all"}, marks=pytest.mark.e2e),
     ],
 )
 def test_cheaters_fail_under_a_warm_referee_as_under_a_cold_one(cheater, mode, overrides):
@@ -108,6 +109,7 @@ def test_a_rejected_candidate_ends_the_warm_referee_it_was_given(tmp_path):
     assert not warm.work_dir.exists()
 
 
+@pytest.mark.e2e  # two whole judge runs and a referee started ahead: over 7 s here
 def test_an_agent_executor_starts_each_next_referee_ahead_and_ends_the_last_on_close():
     executor = LocalExecutor(warm=True)
     config = tiny_config()
