@@ -31,6 +31,7 @@ class ScriptedReferee(Referee):
         cpu_ms_per_export: float = 0.0,
     ) -> None:
         config = {"device": "cuda", "timeouts": {}, "rule": "quick", "recheck": "sampled"}
+        config["benchmarks"] = [SPEC, SPEC]
         super().__init__(config, reporter=None, contestant=None, relaunch=None)  # type: ignore[arg-type]
         self.stretches = stretch_ms_per_attempt
         self.baselines_ahead = list(baseline_per_attempt or [BASELINE, BASELINE])
@@ -40,6 +41,7 @@ class ScriptedReferee(Referee):
         self.attempt_cycles: list[int] = []
         self.recalibrated = 0
         self.warm_ups = 0
+        self.audits = 0
 
     def _recalibrated_contestant(self, spec: Spec) -> None:
         self.recalibrated += 1
@@ -65,6 +67,9 @@ class ScriptedReferee(Referee):
     def _check_exported(self, outcome, seeds) -> None:
         outcome.checks += 1
 
+    def _audit(self) -> None:
+        self.audits += 1
+
 
 def _judged(stretches: list[float], **scripted: object) -> tuple[SpecOutcome, ScriptedReferee]:
     referee = ScriptedReferee(stretches, **scripted)  # type: ignore[arg-type]
@@ -77,6 +82,7 @@ def test_a_miss_that_does_not_repeat_afresh_passes_and_keeps_the_first_attempt_o
     outcome, referee = _judged([8.5, 0.2])
     assert outcome.status == "pass", outcome.reason
     assert referee.recalibrated == 1 and referee.warm_ups == 2
+    assert referee.audits == 1  # the first benchmark spec is always audited, once timed
     assert len(referee.attempt_cycles) == 2
     first = outcome.integrity["first_attempt"]
     assert first["ok"] is False and abs(first["unaccounted_ns"] - 8.5 * MS) < 1e3
