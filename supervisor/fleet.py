@@ -215,6 +215,8 @@ class Fleet:
         starting the session again who accepts them, never a run under way. Each agent's log
         says so. Empty when nothing changed or an agent still runs (it pauses at its next
         judge run, saying why)."""
+        if not self.paths.judge_manifest.exists():  # its first agent takes it
+            return []
         changed = changed_files(load_manifest(self.paths.judge_manifest))
         if not changed or any(self.is_running(name) for name in self.names()):
             return []

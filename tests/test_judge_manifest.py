@@ -117,8 +117,10 @@ def test_starting_a_stopped_session_again_accepts_a_changed_judge_and_says_so(
     """After an upgrade or an edit, every judge run of the session would be refused; a person
     starting it again (no agent running) takes the judge's files as they are now."""
     paths = frozen_session(tmp_path)
-    save_manifest(paths.judge_manifest, {**take_manifest(), "checker.py": "0" * 64})
     fleet = Fleet(paths)
+    assert fleet.accept_changed_judge() == []  # none taken yet: its first agent takes it
+    assert not paths.judge_manifest.exists()
+    save_manifest(paths.judge_manifest, {**take_manifest(), "checker.py": "0" * 64})
     monkeypatch.setattr(Fleet, "is_running", lambda self, name: name == "a2")
     assert fleet.accept_changed_judge() == []  # a run under way pauses instead
     assert changed_files(load_manifest(paths.judge_manifest)) == ["checker.py"]
