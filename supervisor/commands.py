@@ -74,7 +74,11 @@ def _prepared_fleet(choices: LaunchChoices, console: Console) -> Fleet:
         where = config.ray_address or "the session's own local Ray instance"
         console.print(f"judge runs go to {where}", highlight=False)
     fleet = Fleet(paths)
-    if not created and (accepted := fleet.accept_changed_judge()):
+    try:
+        accepted = [] if created else fleet.accept_changed_judge()
+    except FleetError as exc:
+        raise UsageError(str(exc)) from None
+    if accepted:
         console.print(
             f"the judge's files changed since the session started ({', '.join(accepted)}); "
             "it judges with them from now on (figures from before may not compare)",

@@ -215,12 +215,19 @@ class Fleet:
         starting the session again who accepts them, never a run under way. Each agent's log
         says so. Empty when nothing changed or an agent still runs (it pauses at its next
         judge run, saying why)."""
-        if not self.paths.judge_manifest.exists():  # its first agent takes it
+        manifest = self.paths.judge_manifest
+        if not manifest.exists():  # its first agent takes it
             return []
-        changed = changed_files(load_manifest(self.paths.judge_manifest))
+        try:
+            changed = changed_files(load_manifest(manifest))
+        except (OSError, ValueError) as exc:
+            raise FleetError(
+                f"cannot read the session's judge manifest {manifest}: {exc}; remove it to take "
+                "the judge's files as they are now"
+            ) from None
         if not changed or any(self.is_running(name) for name in self.names()):
             return []
-        save_manifest(self.paths.judge_manifest, take_manifest())
+        save_manifest(manifest, take_manifest())
         line = (
             f"the judge's files changed since the session started ({', '.join(changed)}): "
             "judged with from now on, accepted as the session was started again"

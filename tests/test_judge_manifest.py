@@ -9,10 +9,11 @@ import shutil
 import subprocess
 import sys
 
+import pytest
 from qrsup.agents.proposal import Proposal
 from qrsup.agents.proposers.command_proposer import CommandConfig, CommandProposer
 from qrsup.kernels.judge.manifest import changed_files, load_manifest, save_manifest, take_manifest
-from qrsup.supervisor.fleet import Fleet
+from qrsup.supervisor.fleet import Fleet, FleetError
 
 from tests.conftest import ROOT
 from tests.proposal_contexts import context
@@ -131,3 +132,11 @@ def test_starting_a_stopped_session_again_accepts_a_changed_judge_and_says_so(
         log = paths.agent_log(name).read_text()
         assert "the judge's files changed since the session started (checker.py)" in log
     assert fleet.accept_changed_judge() == []
+
+
+def test_an_unreadable_manifest_stops_the_launch_with_a_clear_error(tmp_path):
+    paths = frozen_session(tmp_path)
+    paths.judge_manifest.write_text("{not json")
+    with pytest.raises(FleetError, match="cannot read the session's judge manifest"):
+        Fleet(paths).accept_changed_judge()
+    assert paths.judge_manifest.read_text() == "{not json"  # left for a person to look at
