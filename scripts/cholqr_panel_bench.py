@@ -65,6 +65,50 @@ def orhr_lu_kernel(q_ptr, lu_ptr, s_ptr, stride_b, stride_r, stride_c, B: tl.con
     tl.store(s_ptr + b.to(tl.int64) * B + c, signs)
 
 
+@triton.jit
+def chol_inverse_kernel(g_ptr, r_ptr, rinv_ptr, bad_ptr, B: tl.constexpr):
+    """Cholesky of a B × B Gram G = RᵀR, then R⁻¹, in one program per matrix: the chain that
+    `torch.linalg.cholesky_ex` and a triangular solve over all m rows run as library calls.
+    Stores R and R⁻¹ (upper, row-major) and flags a matrix whose pivot was not positive."""
+    b = tl.program_id(0).to(tl.int64)
+    r = tl.arange(0, B)[:, None]
+    c = tl.arange(0, B)[None, :]
+    gram = tl.load(g_ptr + b * B * B + r * B + c)
+    upper = tl.zeros((B, B), tl.float32)
+    smallest = tl.full((1, 1), float("inf"), tl.float32)
+    for j in range(B):
+        row = tl.sum(tl.where(r == j, gram, 0.0), axis=0, keep_dims=True)  # G[j, :], 1 × B
+        pivot = tl.sum(tl.where(c == j, row, 0.0), axis=1, keep_dims=True)  # 1 × 1
+        smallest = tl.minimum(smallest, pivot)
+        root = tl.sqrt(tl.maximum(pivot, 1e-30))
+        r_row = tl.where(c >= j, row / root, 0.0)  # R[j, :]
+        upper = tl.where(r == j, r_row, upper)
+        column = tl.sum(tl.where(c == j, gram, 0.0), axis=1, keep_dims=True)  # G[:, j], B × 1
+        r_column = tl.where(r >= j, column / root, 0.0)  # R[j, :] as a column (G symmetric)
+        gram = gram - r_column * r_row
+    # L = Rᵀ; X = L⁻¹ row by row (forward substitution), so R⁻¹ = Xᵀ.
+    inverse = tl.zeros((B, B), tl.float32)
+    for j in range(B):
+        l_row = tl.sum(tl.where(c == j, upper, 0.0), axis=1, keep_dims=True)  # L[j, k] over k
+        diagonal = tl.sum(tl.where(r == j, l_row, 0.0), axis=0, keep_dims=True)  # 1 × 1
+        reached = tl.sum(tl.where(r < j, l_row, 0.0) * inverse, axis=0, keep_dims=True)
+        x_row = (tl.where(c == j, 1.0, 0.0) - reached) / diagonal
+        inverse = tl.where(r == j, x_row, inverse)
+    tl.store(r_ptr + b * B * B + r * B + c, upper)
+    tl.store(rinv_ptr + b * B * B + c * B + r, inverse)
+    tl.store(bad_ptr + b + tl.zeros((1, 1), tl.int64), (~(smallest > 0.0)).to(tl.int8))
+
+
+def chol_inverse(gram: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """`chol_inverse_kernel` on a batch of B × B Grams: (R, R⁻¹, flagged)."""
+    batch, width = gram.shape[0], gram.shape[-1]
+    r, r_inverse = (gram.new_empty(batch, width, width) for _ in range(2))
+    bad = torch.empty(batch, dtype=torch.int8, device=gram.device)
+    warps = 4 if width <= 64 else 16  # three B × B tiles a program: 128 × 128 needs 16 warps
+    chol_inverse_kernel[(batch,)](gram.contiguous(), r, r_inverse, bad, B=width, num_warps=warps)
+    return r, r_inverse, bad.bool()
+
+
 def lu_by_steps(q1: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """`orhr_lu_kernel`'s steps in torch, in the block's own precision (the CPU's path)."""
     lu, signs = q1.clone(), torch.empty(q1.shape[:2], dtype=q1.dtype)
@@ -85,17 +129,25 @@ def lu_by_kernel(q1: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return lu, signs
 
 
-def cholqr2_panel(p: torch.Tensor) -> dict[str, torch.Tensor]:
+def cholqr2_panel(p: torch.Tensor, one_program: bool = False) -> dict[str, torch.Tensor]:
     """Householder QR of each batch × m × b panel through Cholesky-QR2 and reconstruction:
-    V (unit lower trapezoidal), T, R (S·R_chol, geqrf's signs), τ and the per-matrix flag."""
+    V (unit lower trapezoidal), T, R (S·R_chol, geqrf's signs), τ and the per-matrix flag.
+    With `one_program`, each Cholesky and R⁻¹ come from `chol_inverse_kernel` and Q = P·R⁻¹ is
+    a GEMM, in place of torch's Cholesky and a triangular solve over all m rows."""
     width = p.shape[-1]
     q, r = p, None
     flagged = torch.zeros(p.shape[0], dtype=torch.bool, device=p.device)
     for _ in range(2):
-        chol, info = torch.linalg.cholesky_ex(q.mT @ q)
-        flagged |= info != 0
-        q = torch.linalg.solve_triangular(chol.mT, q, upper=True, left=False)
-        r = chol.mT if r is None else chol.mT @ r
+        gram = q.mT @ q
+        if one_program:
+            r_step, r_inverse, bad = chol_inverse(gram)
+            q = q @ r_inverse
+        else:
+            chol, info = torch.linalg.cholesky_ex(gram)
+            r_step, bad = chol.mT, info != 0
+            q = torch.linalg.solve_triangular(r_step, q, upper=True, left=False)
+        flagged |= bad
+        r = r_step if r is None else r_step @ r
     lu, signs = (lu_by_kernel if p.is_cuda else lu_by_steps)(q[:, :width, :])
     u = lu.triu()
     eye = torch.eye(width, dtype=p.dtype, device=p.device)
@@ -131,6 +183,40 @@ def panel_errors(p: torch.Tensor, out: dict[str, torch.Tensor]) -> tuple[float, 
     orthogonality = torch.linalg.matrix_norm(q.mT @ q - eye)
     unit = m * FP32_EPS
     return float(residual.max()) / unit, float(orthogonality.max()) / unit
+
+
+def stage_times(p: torch.Tensor, repeats: int) -> list[str]:
+    """Device time of each stage of the panel, each replayed alone as a CUDA graph: where the
+    whole panel's time goes, and what the one-program Cholesky saves."""
+    width = p.shape[-1]
+    gram = p.mT @ p
+    r, r_inverse, _ = chol_inverse(gram)
+    q = p @ r_inverse
+    q1, q2 = q[:, :width, :].contiguous(), q[:, width:, :]
+    lu, signs = lu_by_kernel(q1)
+    u, l1 = lu.triu(), lu.tril(-1) + torch.eye(width, device=p.device)
+    stages: dict[str, Callable[[], object]] = {
+        "Gram P^T P (cuBLAS)": lambda: p.mT @ p,
+        "torch.linalg.cholesky_ex": lambda: torch.linalg.cholesky_ex(gram),
+        "triangular solve over m rows (torch)": lambda: torch.linalg.solve_triangular(
+            r, p, upper=True, left=False
+        ),
+        "Cholesky and R^-1 in one program (Triton)": lambda: chol_inverse(gram),
+        "P R^-1 (cuBLAS)": lambda: p @ r_inverse,
+        "LU of Q1 - S (Triton)": lambda: lu_by_kernel(q1),
+        "V2 = Q2 U^-1 (torch solve)": lambda: torch.linalg.solve_triangular(
+            u, q2, upper=True, left=False
+        ),
+        "T = -U S L1^-T (torch solve)": lambda: torch.linalg.solve_triangular(
+            l1.mT, -(u * signs[:, None, :]), upper=True, left=False, unitriangular=True
+        ),
+        "whole panel, torch's Cholesky": lambda: cholqr2_panel(p),
+        "whole panel, one-program Cholesky": lambda: cholqr2_panel(p, one_program=True),
+    }
+    return [
+        f"  {name}: {device_time_us(run, repeats, graph=True):.1f} us"
+        for name, run in stages.items()
+    ]
 
 
 def first_block_ops(plan: Plan) -> list:
@@ -190,16 +276,20 @@ def compare(batch: int, n: int, width: int, repeats: int) -> str:
         f"Cholesky-QR2 panel {cholqr:.0f} us eager"
     ]
     offsets = (0, n // 2 - width // 2, 3 * n // 4 - width // 2)
-    for case in CASES:
-        matrix = generate_input(Spec(batch, n, 1, case, 11), "cuda")
-        parts = []
-        for offset in offsets:
-            p = matrix[:, :, offset : offset + width].contiguous()
-            result = cholqr2_panel(p)
-            residual, orthogonality = panel_errors(p, result)
-            flagged = int(result["flagged"].sum())
-            parts.append(f"@{offset}: {residual:.2f}/{orthogonality:.2f} flagged {flagged}")
-        lines.append(f"  {case:<10} " + "; ".join(parts))
+    for one_program in (False, True):
+        lines.append("  one-program Cholesky:" if one_program else "  torch's Cholesky:")
+        for case in CASES:
+            matrix = generate_input(Spec(batch, n, 1, case, 11), "cuda")
+            parts = []
+            for offset in offsets:
+                p = matrix[:, :, offset : offset + width].contiguous()
+                result = cholqr2_panel(p, one_program)
+                residual, orthogonality = panel_errors(p, result)
+                flagged = int(result["flagged"].sum())
+                parts.append(f"@{offset}: {residual:.2f}/{orthogonality:.2f} flagged {flagged}")
+            lines.append(f"    {case:<10} " + "; ".join(parts))
+    lines.append("  stages, each replayed alone as a graph:")
+    lines += stage_times(panel, repeats)
     return "\n".join(lines)
 
 
@@ -219,6 +309,16 @@ def check_on_cpu() -> str:
         (lu, signs), (lu_ref, signs_ref) = lu_by_kernel(q1), lu_by_steps(q1)
         gaps["kernel_lu"] = float((lu - lu_ref).abs().max())
         gaps["kernel_signs"] = float((signs - signs_ref).abs().max())
+        p32 = torch.randn(2, 96, 32)
+        gram = p32.mT @ p32
+        r, r_inverse, bad = chol_inverse(gram)
+        r_ref = torch.linalg.cholesky(gram).mT
+        gaps["kernel_r"] = float((r - r_ref).abs().max() / r_ref.abs().max())
+        eye = torch.eye(32)
+        gaps["kernel_r_inverse"] = float((r @ r_inverse - eye).abs().max())
+        gaps["kernel_flags_good"] = float(bad.sum())
+        gram[1, 5, :] = gram[1, :, 5] = 0.0  # a zero column: not positive definite
+        gaps["kernel_flags_singular"] = float(chol_inverse(gram)[2].sum())
     return f"float64, 3×96×32, largest gaps: {gaps}"
 
 

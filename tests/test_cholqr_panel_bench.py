@@ -1,6 +1,7 @@
 """The Cholesky-QR2 panel of scripts/cholqr_panel_bench.py gives torch.geqrf's factors: what its
 figures in docs/benchmarks.md rest on. On a CPU the script checks its algebra in float64, and
-under Triton's interpreter its LU kernel against the same steps in torch."""
+under Triton's interpreter its LU kernel against the same steps in torch, and its one-program
+Cholesky against torch's."""
 
 from __future__ import annotations
 
@@ -35,3 +36,9 @@ def test_the_panel_gives_geqrfs_r_tau_and_v():
 def test_the_lu_kernel_takes_the_same_steps_as_torch():
     gaps = _gaps(interpret=True)
     assert gaps["kernel_lu"] < 1e-6 and gaps["kernel_signs"] == 0.0, gaps
+
+
+def test_the_one_program_cholesky_gives_r_and_its_inverse_and_flags_a_singular_gram():
+    gaps = _gaps(interpret=True)
+    assert gaps["kernel_r"] < 1e-5 and gaps["kernel_r_inverse"] < 1e-5, gaps
+    assert gaps["kernel_flags_good"] == 0.0 and gaps["kernel_flags_singular"] == 1.0, gaps
