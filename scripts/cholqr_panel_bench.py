@@ -99,12 +99,15 @@ def chol_inverse_kernel(g_ptr, r_ptr, rinv_ptr, bad_ptr, B: tl.constexpr):
     tl.store(bad_ptr + b + tl.zeros((1, 1), tl.int64), (~(smallest > 0.0)).to(tl.int8))
 
 
-def chol_inverse(gram: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """`chol_inverse_kernel` on a batch of B × B Grams: (R, R⁻¹, flagged)."""
+def chol_inverse(
+    gram: torch.Tensor, warps: int = 0
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """`chol_inverse_kernel` on a batch of B × B Grams: (R, R⁻¹, flagged). Three B × B tiles a
+    program: by default 4 warps at B ≤ 64, 16 above."""
     batch, width = gram.shape[0], gram.shape[-1]
     r, r_inverse = (gram.new_empty(batch, width, width) for _ in range(2))
     bad = torch.empty(batch, dtype=torch.int8, device=gram.device)
-    warps = 4 if width <= 64 else 16  # three B × B tiles a program: 128 × 128 needs 16 warps
+    warps = warps or (4 if width <= 64 else 16)
     chol_inverse_kernel[(batch,)](gram.contiguous(), r, r_inverse, bad, B=width, num_warps=warps)
     return r, r_inverse, bad.bool()
 
@@ -185,6 +188,14 @@ def panel_errors(p: torch.Tensor, out: dict[str, torch.Tensor]) -> tuple[float, 
     return float(residual.max()) / unit, float(orthogonality.max()) / unit
 
 
+def gram_by_slabs(p: torch.Tensor, slabs: int) -> torch.Tensor:
+    """PᵀP as the sum of `slabs` row slabs' Grams: one batched GEMM `slabs` times as wide, then
+    a sum, so a small batch of tall panels still fills the GPU."""
+    batch, m, width = p.shape
+    parts = p.reshape(batch * slabs, m // slabs, width)
+    return (parts.mT @ parts).view(batch, slabs, width, width).sum(dim=1)
+
+
 def stage_times(p: torch.Tensor, repeats: int) -> list[str]:
     """Device time of each stage of the panel, each replayed alone as a CUDA graph: where the
     whole panel's time goes, and what the one-program Cholesky saves."""
@@ -197,11 +208,15 @@ def stage_times(p: torch.Tensor, repeats: int) -> list[str]:
     u, l1 = lu.triu(), lu.tril(-1) + torch.eye(width, device=p.device)
     stages: dict[str, Callable[[], object]] = {
         "Gram P^T P (cuBLAS)": lambda: p.mT @ p,
+        "Gram as 16 row slabs' (cuBLAS, then a sum)": lambda: gram_by_slabs(p, 16),
+        "Gram as 64 row slabs' (cuBLAS, then a sum)": lambda: gram_by_slabs(p, 64),
         "torch.linalg.cholesky_ex": lambda: torch.linalg.cholesky_ex(gram),
         "triangular solve over m rows (torch)": lambda: torch.linalg.solve_triangular(
             r, p, upper=True, left=False
         ),
         "Cholesky and R^-1 in one program (Triton)": lambda: chol_inverse(gram),
+        "the same on 2 warps": lambda: chol_inverse(gram, warps=2),
+        "the same on 8 warps": lambda: chol_inverse(gram, warps=8),
         "P R^-1 (cuBLAS)": lambda: p @ r_inverse,
         "LU of Q1 - S (Triton)": lambda: lu_by_kernel(q1),
         "V2 = Q2 U^-1 (torch solve)": lambda: torch.linalg.solve_triangular(
@@ -319,6 +334,8 @@ def check_on_cpu() -> str:
         gaps["kernel_flags_good"] = float(bad.sum())
         gram[1, 5, :] = gram[1, :, 5] = 0.0  # a zero column: not positive definite
         gaps["kernel_flags_singular"] = float(chol_inverse(gram)[2].sum())
+    p = torch.randn(2, 256, 16, dtype=torch.float64)
+    gaps["gram_by_slabs"] = float((gram_by_slabs(p, 16) - p.mT @ p).abs().max())
     return f"float64, 3×96×32, largest gaps: {gaps}"
 
 

@@ -29,7 +29,7 @@ def _gaps(interpret: bool) -> dict[str, float]:
 
 def test_the_panel_gives_geqrfs_r_tau_and_v():
     gaps = _gaps(interpret=False)
-    assert set(gaps) == {"r", "tau", "v"}
+    assert set(gaps) == {"r", "tau", "v", "gram_by_slabs"}
     assert max(gaps.values()) < 1e-12, gaps
 
 
