@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import sys
 from concurrent.futures import Future
 from functools import partial
 
@@ -98,8 +99,24 @@ def headless(choices: LaunchChoices, console: Console) -> int:
 def tui(choices: LaunchChoices) -> int:
     from qrsup.supervisor.app import run_app
 
+    _require_a_terminal()
     fleet = _prepared_fleet(choices, Console(stderr=True))
     return run_app(fleet)
+
+
+def _require_a_terminal() -> None:
+    """The app reads keys from standard input and draws on standard error (Textual's driver).
+    Given a pipe or a file instead, it drew escape codes at 80 × 24 into it (`qrsup 2>&1 | tee`),
+    so it is refused before any agent starts."""
+    streams = {"standard input": sys.__stdin__, "standard error": sys.__stderr__}
+    if off := [name for name, stream in streams.items() if stream is None or not stream.isatty()]:
+        which = (
+            f"{off[0]} is not one" if len(off) == 1 else f"{' and '.join(off)} are not terminals"
+        )
+        raise UsageError(
+            f"the app needs a terminal, but {which} here (a pipe or a file); run it from a "
+            "terminal, or run the agents without it: qrsup run --headless"
+        )
 
 
 def _fleet(args: argparse.Namespace) -> Fleet:

@@ -4,7 +4,10 @@ mixed fleets and qrsup.toml defaults become the session's agents, flags over env
 
 from __future__ import annotations
 
+import io
+import os
 import socket
+import sys
 from pathlib import Path
 
 import pytest
@@ -73,6 +76,22 @@ def test_a_bad_launch_choice_exits_2_and_starts_nothing(
     workspace = tmp_path / "ws"
     workspace.mkdir()
     refused(capsys, launch(workspace, *options), workspace, message)
+
+
+@pytest.mark.parametrize("stream", ["__stdin__", "__stderr__"])
+def test_the_app_without_a_terminal_exits_2_and_starts_nothing(
+    tmp_path, capsys, monkeypatch, stream
+):
+    """`qrsup 2>&1 | tee log` drew the app into the pipe; now it names the way out."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    leader, follower = os.openpty()
+    with os.fdopen(leader, "rb"), os.fdopen(follower, "w") as terminal:
+        for name in ("__stdin__", "__stderr__"):
+            monkeypatch.setattr(sys, name, io.StringIO() if name == stream else terminal)
+        name = "standard input" if stream == "__stdin__" else "standard error"
+        argv = ["--workspace", str(workspace), "--init"]
+        refused(capsys, argv, workspace, f"{name} is not one here")
 
 
 def test_a_workspace_that_is_not_a_repository_names_both_ways_out_once(tmp_path, capsys):
