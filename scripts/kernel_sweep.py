@@ -187,6 +187,7 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         *PER_THREAD,
     ],
     "medium-1024": [
+        GATHER,
         AHEAD,
         {**AHEAD, "update_stages": 3},
         W_BY_COLUMNS,
@@ -234,6 +235,7 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         *PER_THREAD,
     ],
     "large": [
+        GATHER,
         W_BY_COLUMNS,
         UNROLL,
         COLUMN_MAJOR,
