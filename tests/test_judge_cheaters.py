@@ -161,6 +161,8 @@ def test_candidate_sees_no_api_keys(monkeypatch):
         ),
         ("profiles_the_input_generator.py", "installed a profile function (sys.setprofile)"),
         ("edits_the_generators_table.py", "replaced qrsup.kernels.generators.BUILDERS"),
+        ("patches_the_spec_class.py", "replaced qrsup.kernels.suites.Spec.reseeded"),
+        ("wraps_a_builtin.py", "replaced builtins.max"),
     ],
 )
 def test_a_candidate_that_reaches_into_input_preparation_fails_for_it(cheater, seen):
@@ -173,6 +175,19 @@ def test_a_candidate_that_reaches_into_input_preparation_fails_for_it(cheater, s
     assert spec["gate"] == "tamper", spec
     assert "reached into the judge's harness, seen as it prepared inputs" in report.reason
     assert seen in report.reason
+
+
+@pytest.mark.parametrize(
+    "cheater", ["collects_during_preparation.py", "reads_the_seeds_as_its_outputs_go.py"]
+)
+def test_a_candidate_run_by_the_collector_or_a_finalizer_finds_no_new_input_to_factor(cheater):
+    """Neither installs anything a look could see: one runs when the cyclic collector does, the
+    other when the harness lets the outputs it returned go. Both factored each new input outside
+    every timed window, and said so in their output. Now the collector is off wherever inputs or
+    seeds are in reach, and outputs go before the next seeds arrive: each call does its own work."""
+    report = judge(CHEATERS / cheater, "bench")
+    assert "ANSWER FOUND READY" not in report.candidate_output, report.candidate_output[:300]
+    assert report.verdict == "pass", report.reason
 
 
 @pytest.mark.parametrize(

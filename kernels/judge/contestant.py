@@ -16,6 +16,7 @@ from SOURCE_FD, which the referee fills.
 from __future__ import annotations
 
 import contextlib
+import gc
 import importlib.util
 import os
 import sys
@@ -25,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import torch
-from qrsup.kernels import generators
+from qrsup.kernels import generators, suites
 from qrsup.kernels.generators import generate_input
 from qrsup.kernels.judge import export_area, protocol
 from qrsup.kernels.judge.export_area import ExportArea
@@ -148,7 +149,7 @@ class Contestant:
         self.warmed = warm_libraries(device)  # before any candidate code: the same for each
         # Before any candidate code exists here: the tools that prepare, time and hand back
         # its work, as they are, this object's among them (the watch included).
-        modules = [sys.modules[__name__], generators, export_area, protocol]
+        modules = [sys.modules[__name__], generators, suites, export_area, protocol]
         self.watch = HarnessWatch(modules, HARNESS_OPERATORS, device.type)
         harness = {"contestant": (self, PER_REPETITION), "clock": (self.clock, ())}
         if self.exports is not None:
@@ -182,16 +183,18 @@ class Contestant:
         """Fresh inputs from the referee's seeds, one clone per call, L2 flushed, device idle;
         refused when the candidate has reached into the tools that make them."""
         self.originals, self.inputs, self.outputs = [], [], []
-        spec = Spec(**message["spec"], seed=0)
+        shape = message["spec"]
 
         def make_inputs() -> None:
+            # Spec's own constructor, not `reseeded`: that goes through `dataclasses.replace`,
+            # a function outside the harness that a candidate could wrap to see each seed.
             self.originals = [
-                generate_input(spec.reseeded(seed), self.device) for seed in message["seeds"]
+                generate_input(Spec(**shape, seed=seed), self.device) for seed in message["seeds"]
             ]
+            self.inputs = [_tensor_clone(a) for a in self.originals]
 
         if tampered := self.watch.guard(make_inputs):
             return {"ok": False, "kind": "tamper", "error": tampered}
-        self.inputs = [_tensor_clone(a) for a in self.originals]
         if self._flush is not None:
             self._flush.zero_()
         self.clock.synchronize()
@@ -231,7 +234,8 @@ class Contestant:
                 with _record_function(CALL_RANGE):
                     outputs.append(kernel(a))
             self.clock.synchronize()
-        self.outputs = outputs
+        del outputs
+        self.release()
         trace = Path(os.environ.get("TMPDIR", "/tmp")) / "profile-trace.json"
         profiler.export_chrome_trace(str(trace))
         _copy_into(trace, self.trace_fd)
@@ -249,7 +253,18 @@ class Contestant:
         problems += self._mutation_problems()
         if message.get("export") and not problems:
             self._export()
+        self.release()
         return {"ok": True, "problems": problems[:20]}
+
+    def release(self) -> None:
+        """Let this repetition's inputs and outputs go, and collect young reference cycles,
+        while no new seed is in this process: the referee sends the next ones only after this
+        reply. A finalizer on an output or an input runs as they go. When they went at the
+        start of the next preparation, one read that preparation's seeds from its frame, made
+        the same inputs with the harness's generator and factored them there. The collector is
+        off everywhere else (`serve`); older cycles stay until the process ends."""
+        self.originals, self.inputs, self.outputs = [], [], []
+        gc.collect(1)
 
     def audit(self, _: dict) -> dict:
         """The watch's widest look, after a spec is timed and outside every timed cycle: a kernel
@@ -372,6 +387,11 @@ def serve(contestant: Contestant, cmd_fd: int, reply_fd: int) -> None:
     }
     reader = LineReader(cmd_fd)
     while True:
+        # The cyclic collector runs a finalizer in a reference cycle wherever it runs, with no
+        # hook the watch could see: one that re-armed itself at a threshold of 1 found each new
+        # input from the preparing frame and factored it there. So it is off from each read to
+        # the next (the candidate may turn it on inside its calls), and runs only in `release`.
+        gc.disable()
         message = decode(reader.read_line())
         op = message.get("op")
         if op == "exit":

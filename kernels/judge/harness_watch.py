@@ -34,6 +34,7 @@ verdict.
 from __future__ import annotations
 
 import ast
+import builtins
 import gc
 import inspect
 import itertools
@@ -241,6 +242,9 @@ class HarnessWatch:
         used = set().union(*(torch_names(m) for m in modules))
         self._names = {_name(m): (m, _snapshot(_globals(m))) for m in modules}
         self._names["torch"] = (torch, _snapshot(_callables(torch, used)))
+        # The harness calls builtins too (the generator's max, min, enumerate), looked up at
+        # each call: a replaced one runs the candidate's code inside a preparation.
+        self._names["builtins"] = (builtins, _snapshot(_callables(builtins)))
         self._names["torch.linalg"] = (torch.linalg, _snapshot(_callables(torch.linalg, used)))
         self._classes = {
             f"{_name(m)}.{cls.__name__}": (cls, _snapshot(_class_dict(cls)))
