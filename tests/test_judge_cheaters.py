@@ -163,6 +163,7 @@ def test_candidate_sees_no_api_keys(monkeypatch):
         ("edits_the_generators_table.py", "replaced qrsup.kernels.generators.BUILDERS"),
         ("patches_the_spec_class.py", "replaced qrsup.kernels.suites.Spec.reseeded"),
         ("wraps_a_builtin.py", "replaced builtins.max"),
+        ("signals_during_preparation.py", "installed a signal handler"),
     ],
 )
 def test_a_candidate_that_reaches_into_input_preparation_fails_for_it(cheater, seen):

@@ -39,6 +39,7 @@ import gc
 import inspect
 import itertools
 import operator
+import signal
 import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -49,6 +50,10 @@ from torch.utils._device import DeviceContext
 
 MONITORING_TOOLS = range(6)  # sys.monitoring's tool ids (Python 3.12+)
 _MISSING = object()  # what a removed attribute reads as
+# A Python signal handler runs between the harness's bytecodes with the frame it interrupted: at
+# a timer's half-millisecond tick one found each preparation's seeds and factored its inputs.
+# (Timers themselves are not watched: without a handler their signal ends the process.)
+SIGNALS = tuple(signal.valid_signals())
 TABLES = (dict, list)  # mutable data whose entries are watched (an empty one may fill)
 
 
@@ -191,6 +196,7 @@ def _hooks() -> dict[str, object]:
         "a torch function mode": _function_modes(),
         "a torch dispatch mode": torch._C._len_torch_dispatch_stack(),
         "a garbage-collector callback": tuple(gc.callbacks),
+        "a signal handler": tuple(map(signal.getsignal, SIGNALS)),
     }
 
 
