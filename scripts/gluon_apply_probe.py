@@ -135,24 +135,17 @@ def apply_walk(
 
 
 @gluon.jit
-def update_fused(
-    h_ptr, t_ptr, n, c_start, h_sb, h_sc, t_sb, t_sr,
+def _transformed_block(
+    h, t, t_sr, n, c0, h_sc, strip, KEEP: gl.constexpr, acc_layout: gl.constexpr,
     NBP: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr, AHEAD: gl.constexpr,
-    H_SC: gl.constexpr,
 ):  # fmt: skip
-    """Grid (batch, column blocks): the fused update C ← C − V·(Tᵀ·(Vᵀ·C)) on BN columns from
-    c_start, rows [0, n), V being H's first NBP columns stored whole. Walk 1 takes Vᵀ in registers
-    and stages C's halves in shared memory a step; walk 2 is apply_walk's."""
-    if H_SC:  # the column stride compiled in: no per-element address registers
-        h_sc = H_SC
-    acc_layout: gl.constexpr = _acc_layout(BN)
+    """X = Tᵀ·(Vᵀ·C) for BN columns from c0, as X's halves in shared memory. Walk 1 takes Vᵀ in
+    registers and stages C's halves in shared memory a step; with KEEP each C tile also goes to
+    `strip` (ROWS/BM × BN × BM), for a second walk that reads C there."""
     vt_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=1)
     ct_layout: gl.constexpr = gl.BlockedLayout([1, 4], [8, 4], [4, 1], [1, 0])
     c_shared: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BN, BM], gl.float32)
     x_shared: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BN, NBP], gl.float32)
-    b = gl.program_id(0).to(gl.int64)
-    c0 = c_start + gl.program_id(1) * BN
-    h = h_ptr + b * h_sb
     # Walk 1: W = Vᵀ·C (NBP × BN), each product from zero, added to W in IEEE.
     vk = gl.arange(0, NBP, layout=gl.SliceLayout(1, vt_layout))
     vr = gl.arange(0, BM, layout=gl.SliceLayout(0, vt_layout))
@@ -172,6 +165,8 @@ def update_fused(
         if AHEAD:
             vt_next = gl.load(vt_at, mask=(r0 + BM + vr)[None, :] < n, other=0.0)
             ct_next = gl.load(ct_at, mask=(r0 + BM + cr)[None, :] < n, other=0.0)
+        if KEEP:
+            strip.index(r0 // BM).store(ct)
         vt_hi, vt_lo = _split(vt)
         ct_hi, ct_lo = _split(ct)
         _barrier()  # the last step's products have read the buffers
@@ -187,12 +182,31 @@ def update_fused(
     # X = Tᵀ·W: Tᵀ in registers, W's halves in shared memory.
     tk = gl.arange(0, NBP, layout=gl.SliceLayout(1, vt_layout))
     tj = gl.arange(0, NBP, layout=gl.SliceLayout(0, vt_layout))
-    tt = gl.load(t_ptr + b * t_sb + tj[None, :] * t_sr + tk[:, None])  # Tᵀ
+    tt = gl.load(t + tj[None, :] * t_sr + tk[:, None])  # Tᵀ
     tt_hi, tt_lo = _split(tt)
     w_hi, w_lo = _stage_kmajor(w, x_shared)
     x = _mma3(tt_hi, tt_lo, w_hi, w_lo, gl.zeros([NBP, BN], gl.float32, layout=acc_layout))
-    x_hi, x_lo = _stage_kmajor(x, x_shared)
-    # Walk 2: C ← C − V·X.
+    return _stage_kmajor(x, x_shared)
+
+
+@gluon.jit
+def update_fused(
+    h_ptr, t_ptr, n, c_start, h_sb, h_sc, t_sb, t_sr,
+    NBP: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr, AHEAD: gl.constexpr,
+    H_SC: gl.constexpr,
+):  # fmt: skip
+    """Grid (batch, column blocks): the fused update C ← C − V·(Tᵀ·(Vᵀ·C)) on BN columns from
+    c_start, rows [0, n), V being H's first NBP columns stored whole. Walk 1 is
+    `_transformed_block`'s; walk 2 is apply_walk's."""
+    if H_SC:  # the column stride compiled in: no per-element address registers
+        h_sc = H_SC
+    acc_layout: gl.constexpr = _acc_layout(BN)
+    b = gl.program_id(0).to(gl.int64)
+    c0 = c_start + gl.program_id(1) * BN
+    h = h_ptr + b * h_sb
+    x_hi, x_lo = _transformed_block(
+        h, t_ptr + b * t_sb, t_sr, n, c0, h_sc, None, False, acc_layout, NBP, BM, BN, AHEAD
+    )
     _apply_rows(h, x_hi, x_lo, n, c0, h_sc, acc_layout, NBP, BM, BN, AHEAD)
 
 
@@ -205,59 +219,19 @@ def update_resident(
     """`update_fused` with the program's strip of C (ROWS × BN, ROWS ≥ n) kept in shared memory
     from walk 1 to walk 2: walk 2 reads C there instead of from global memory, so C is read from
     DRAM once, not twice (a third of the update's traffic), at the price of ROWS × BN × 4 bytes
-    of shared memory a program, which halves the programs an SM holds."""
+    of shared memory a program, which halves the programs an SM holds at BN = 64."""
     if H_SC:  # the column stride compiled in: no per-element address registers
         h_sc = H_SC
     acc_layout: gl.constexpr = _acc_layout(BN)
-    vt_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=1)
     v_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=1)
-    ct_layout: gl.constexpr = gl.BlockedLayout([1, 4], [8, 4], [4, 1], [1, 0])
-    c_shared: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BN, BM], gl.float32)
-    x_shared: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BN, NBP], gl.float32)
     strip_layout: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])
     b = gl.program_id(0).to(gl.int64)
     c0 = c_start + gl.program_id(1) * BN
     h = h_ptr + b * h_sb
     strip = gl.allocate_shared_memory(gl.float32, [ROWS // BM, BN, BM], strip_layout)
-    # Walk 1: W = Vᵀ·C as in update_fused, each C tile also kept in the strip.
-    vk = gl.arange(0, NBP, layout=gl.SliceLayout(1, vt_layout))
-    vr = gl.arange(0, BM, layout=gl.SliceLayout(0, vt_layout))
-    cc = gl.arange(0, BN, layout=gl.SliceLayout(1, ct_layout))
-    cr = gl.arange(0, BM, layout=gl.SliceLayout(0, ct_layout))
-    c_hi_s = gl.allocate_shared_memory(gl.float32, [BN, BM], c_shared)
-    c_lo_s = gl.allocate_shared_memory(gl.float32, [BN, BM], c_shared)
-    w = gl.zeros([NBP, BN], gl.float32, layout=acc_layout)
-    vt_at = h + vr[None, :] + vk[:, None] * h_sc
-    ct_at = h + cr[None, :] + (c0 + cc)[:, None] * h_sc
-    vt_next = gl.load(vt_at, mask=vr[None, :] < n, other=0.0)
-    ct_next = gl.load(ct_at, mask=cr[None, :] < n, other=0.0)
-    for r0 in range(0, n, BM):
-        vt, ct = vt_next, ct_next
-        vt_at += BM
-        ct_at += BM
-        if AHEAD:
-            vt_next = gl.load(vt_at, mask=(r0 + BM + vr)[None, :] < n, other=0.0)
-            ct_next = gl.load(ct_at, mask=(r0 + BM + cr)[None, :] < n, other=0.0)
-        strip.index(r0 // BM).store(ct)
-        vt_hi, vt_lo = _split(vt)
-        ct_hi, ct_lo = _split(ct)
-        _barrier()  # the last step's products have read the buffers
-        c_hi_s.store(ct_hi)
-        c_lo_s.store(ct_lo)
-        fence_async_shared()
-        _barrier()
-        c_hi, c_lo = c_hi_s.permute((1, 0)), c_lo_s.permute((1, 0))
-        w = w + _mma3(vt_hi, vt_lo, c_hi, c_lo, gl.zeros([NBP, BN], gl.float32, layout=acc_layout))
-        if not AHEAD:
-            vt_next = gl.load(vt_at, mask=(r0 + BM + vr)[None, :] < n, other=0.0)
-            ct_next = gl.load(ct_at, mask=(r0 + BM + cr)[None, :] < n, other=0.0)
-    tk = gl.arange(0, NBP, layout=gl.SliceLayout(1, vt_layout))
-    tj = gl.arange(0, NBP, layout=gl.SliceLayout(0, vt_layout))
-    tt = gl.load(t_ptr + b * t_sb + tj[None, :] * t_sr + tk[:, None])  # Tᵀ
-    tt_hi, tt_lo = _split(tt)
-    w_hi, w_lo = _stage_kmajor(w, x_shared)
-    x = _mma3(tt_hi, tt_lo, w_hi, w_lo, gl.zeros([NBP, BN], gl.float32, layout=acc_layout))
-    x_hi, x_lo = _stage_kmajor(x, x_shared)
+    x_hi, x_lo = _transformed_block(
+        h, t_ptr + b * t_sb, t_sr, n, c0, h_sc, strip, True, acc_layout, NBP, BM, BN, AHEAD
+    )
     # Walk 2: C ← C − V·X, C from the strip.
     ar = gl.arange(0, BM, layout=gl.SliceLayout(1, v_layout))
     ak = gl.arange(0, NBP, layout=gl.SliceLayout(0, v_layout))
