@@ -191,6 +191,16 @@ def test_a_candidate_run_by_the_collector_or_a_finalizer_finds_no_new_input_to_f
     assert report.verdict == "pass", report.reason
 
 
+def test_a_candidate_that_rebinds_the_reply_encoder_does_not_change_its_claimed_time():
+    """`json.dumps` rebound and `JSONEncoder.encode` patched, to divide each claimed time by
+    ten: the harness went through both each time it encoded a reply, and the referee's window
+    bounds a claim only to within its allowance. Now it encodes through a C encoder it made at
+    import."""
+    report = judge(CHEATERS / "rewrites_its_replies.py", "bench")
+    assert "REPLY REWRITTEN" not in report.candidate_output, report.candidate_output[:300]
+    assert report.verdict == "pass", report.reason
+
+
 @pytest.mark.parametrize(
     ("cheater", "when", "seen"),
     [

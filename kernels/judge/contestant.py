@@ -50,6 +50,7 @@ _tensor_equal = torch.equal
 _profiler = torch.autograd.profiler.profile
 _record_function = torch.profiler.record_function
 _schedstat = schedstat
+_collector_off, _collect = gc.disable, gc.collect
 
 MAX_TRACEBACK_CHARS = 8000
 # The contestant's attributes that change as it serves: the candidate, and each repetition's
@@ -264,7 +265,7 @@ class Contestant:
         the same inputs with the harness's generator and factored them there. The collector is
         off everywhere else (`serve`); older cycles stay until the process ends."""
         self.originals, self.inputs, self.outputs = [], [], []
-        gc.collect(1)
+        _collect(1)
 
     def audit(self, _: dict) -> dict:
         """The watch's widest look, after a spec is timed and outside every timed cycle: a kernel
@@ -391,7 +392,7 @@ def serve(contestant: Contestant, cmd_fd: int, reply_fd: int) -> None:
         # hook the watch could see: one that re-armed itself at a threshold of 1 found each new
         # input from the preparing frame and factored it there. So it is off from each read to
         # the next (the candidate may turn it on inside its calls), and runs only in `release`.
-        gc.disable()
+        _collector_off()
         message = decode(reader.read_line())
         op = message.get("op")
         if op == "exit":

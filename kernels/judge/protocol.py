@@ -16,6 +16,49 @@ import time
 from collections.abc import Callable
 
 MAX_LINE_BYTES = 1 << 20
+# Bound once, at import. The contestant runs this module beside the candidate, whose code could
+# rebind `json.dumps` or `os.read` to rewrite a reply's claimed time or read the referee's seeds
+# as they arrive; the harness calls these objects, whatever the modules' names hold later.
+_json_error = json.JSONDecodeError
+_read, _write, _select, _monotonic = os.read, os.write, select.select, time.monotonic
+
+
+def _made_encoder() -> Callable[[object], str]:
+    """Compact JSON, no NaN. `json.dumps` runs JSONEncoder's methods, looked up on the class at
+    each call (a candidate that divided each claimed time by ten passed the smoke suite at 8.9
+    times torch.geqrf's speed that way); the C encoder made here from bound ones does not."""
+    encoder = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+    make = json.encoder.c_make_encoder
+    if make is None:  # an interpreter without json's C part
+        return encoder.encode
+    ascii_strings = json.encoder.encode_basestring_ascii
+    chunks = make(None, encoder.default, ascii_strings, None, ":", ",", False, False, False)
+    return lambda value: "".join(chunks(value, 0))
+
+
+def _made_decoder() -> Callable[[str], object]:
+    """JSON text to a value, through a C scanner made here: `json.loads` runs JSONDecoder's
+    methods, looked up on the class at each call, where a wrapper would see each seed."""
+    decoder = json.JSONDecoder()
+    make = json.scanner.c_make_scanner
+    if make is None:
+        return decoder.decode
+    scan = make(decoder)
+
+    def decode_text(text: str) -> object:
+        start = len(text) - len(text.lstrip())
+        try:
+            value, end = scan(text, start)
+        except StopIteration as stop:
+            raise _json_error("Expecting value", text, stop.value) from None
+        if text[end:].strip():
+            raise _json_error("Extra data", text, end)
+        return value
+
+    return decode_text
+
+
+_to_json, _from_json = _made_encoder(), _made_decoder()
 
 
 class ChannelClosed(EOFError):
@@ -55,13 +98,13 @@ class LineReader:
                 raise ProtocolError(f"message longer than {self._max} bytes")
             wait = 0.05
             if deadline is not None:
-                remaining = deadline - time.monotonic()
+                remaining = deadline - _monotonic()
                 if remaining <= 0:
                     raise ChannelTimeout("deadline passed")
                 wait = min(wait, remaining)
-            ready, _, _ = select.select([self._fd], [], [], wait)
+            ready, _, _ = _select([self._fd], [], [], wait)
             if ready:
-                chunk = os.read(self._fd, 1 << 16)
+                chunk = _read(self._fd, 1 << 16)
                 if not chunk:
                     raise ChannelClosed("pipe closed")
                 self._buffer.extend(chunk)
@@ -70,13 +113,13 @@ class LineReader:
 
 
 def encode(message: dict) -> bytes:
-    return json.dumps(message, separators=(",", ":"), allow_nan=False).encode() + b"\n"
+    return _to_json(message).encode() + b"\n"
 
 
 def decode(line: bytes) -> dict:
     try:
-        message = json.loads(line)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        message = _from_json(line.decode())
+    except (UnicodeDecodeError, _json_error) as exc:
         raise ProtocolError(f"not JSON: {exc}") from None
     if not isinstance(message, dict):
         raise ProtocolError("message is not a JSON object")
@@ -86,13 +129,13 @@ def decode(line: bytes) -> dict:
 def write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
-        written = os.write(fd, view)
+        written = _write(fd, view)
         view = view[written:]
 
 
 def sign(key: bytes, message: dict) -> bytes:
     """A frame: hex HMAC-SHA256 of the JSON payload, a space, the payload, a newline."""
-    payload = json.dumps(message, separators=(",", ":"), allow_nan=False).encode()
+    payload = _to_json(message).encode()
     mac = hmac.new(key, payload, hashlib.sha256).hexdigest().encode()
     return mac + b" " + payload + b"\n"
 
