@@ -1,8 +1,9 @@
 """Cheater: divides the claimed time of each `go` reply by ten, through the JSON encoding the
 harness used for its replies: `json.dumps` rebound, and `json.JSONEncoder.encode`, which
 `json.dumps` calls on the class, patched too. The referee's own window around the call bounds a
-claim only to within its allowance: on the CPU every smoke spec passed, at 8.9 times
-torch.geqrf's speed. The harness now encodes through a C encoder it made at import."""
+claim only to within its allowance: on the CPU, rebinding `json.dumps` alone passed every smoke
+spec, at 8.9 times torch.geqrf's speed. The harness now encodes through a C encoder it made at
+import."""
 
 import json
 
