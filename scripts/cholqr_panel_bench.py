@@ -14,8 +14,10 @@ per shape and width: the shipped kernel's launches for its first block (panels, 
 the block, T join; the trailing update left out; as a replayed CUDA graph and eagerly) against
 the Cholesky-QR panel of the same columns (eagerly, and once as a graph, last), then the panel's
 accuracy on each case at three column offsets ("@offset: residual/orthogonality" in units of
-m·ε over the matrices it did not flag, and how many it flagged). On a CPU it checks the algebra
-in float64 (and under TRITON_INTERPRET=1 its kernel) and times nothing.
+m·ε over the matrices it did not flag, and how many it flagged), with torch's Cholesky and with
+the one-program Cholesky and R⁻¹ (`chol_inverse_kernel`), then each stage's device time on its
+own, the Gram split over row slabs among them. On a CPU it checks the algebra in float64 (and
+under TRITON_INTERPRET=1 its kernels) and times nothing.
 """
 
 from __future__ import annotations
@@ -291,10 +293,10 @@ def compare(batch: int, n: int, width: int, repeats: int) -> str:
         f"Cholesky-QR2 panel {cholqr:.0f} us eager"
     ]
     offsets = (0, n // 2 - width // 2, 3 * n // 4 - width // 2)
+    matrices = {case: generate_input(Spec(batch, n, 1, case, 11), "cuda") for case in CASES}
     for one_program in (False, True):
         lines.append("  one-program Cholesky:" if one_program else "  torch's Cholesky:")
-        for case in CASES:
-            matrix = generate_input(Spec(batch, n, 1, case, 11), "cuda")
+        for case, matrix in matrices.items():
             parts = []
             for offset in offsets:
                 p = matrix[:, :, offset : offset + width].contiguous()
