@@ -329,11 +329,13 @@ def run_resident_update(
     )  # fmt: skip
 
 
-def run_triton_update(h: torch.Tensor, t: torch.Tensor, bn: int, amax: torch.Tensor) -> None:
+def run_triton_update(
+    h: torch.Tensor, t: torch.Tensor, bn: int, amax: torch.Tensor, live: torch.Tensor
+) -> None:
     """The shipped fused update (update.py) on the same work, at medium's two stages."""
     batch, n = h.shape[0], h.shape[1]
     qr_update_kernel[(batch * triton.cdiv(n - NBP, bn),)](
-        h, h, t, amax, n, 0, NBP, NBP, n, *h.stride(), *h.stride(), t.stride(0), t.stride(1),
+        h, h, t, amax, live, n, 0, NBP, NBP, n, *h.stride(), *h.stride(), t.stride(0), t.stride(1),
         NBP=NBP, BM=BM, BN=bn, PRECISION="tf32x3", APPLY_PRECISION="tf32x3", KEEP="", ONCE="",
         mirror_ptr=h, mirror_sb=0, mirror_sr=0, mirror_end=0, MIRROR=False, APPLY_STAGES=None,
         num_warps=4, num_stages=2,
@@ -393,6 +395,7 @@ def main() -> None:
         return
     h, x, t = problem(args.batch, args.n)
     amax = torch.ones(args.batch, device="cuda")  # ordinary magnitudes: no rescaling
+    live = torch.full_like(amax, args.n)  # every column holds a nonzero
     for label, want, launch in (
         ("Gluon apply walk", applied(h, x), lambda m: run_gluon(m, x, bn, ahead, stride)),
         ("Triton apply tiles", applied(h, x), lambda m: run_triton(m, x, bn, amax)),
@@ -402,7 +405,7 @@ def main() -> None:
             updated(h, t),
             lambda m: run_resident_update(m, t, bn, ahead, stride),
         ),
-        ("Triton fused update", updated(h, t), lambda m: run_triton_update(m, t, bn, amax)),
+        ("Triton fused update", updated(h, t), lambda m: run_triton_update(m, t, bn, amax, live)),
     ):
         out = h.clone()
         launch(out)

@@ -64,6 +64,7 @@ def main() -> None:
     h = torch.randn(batch, n, n, device="cuda") * 0.1
     t = torch.randn(batch, nb, nb, device="cuda").triu() * 0.1
     amax = torch.ones(batch, device="cuda")
+    live = torch.full_like(amax, n)  # every column holds a nonzero
     cols = n - nb
     flops = batch * (4 * nb * n * cols + 2 * nb * nb * cols)
     moved = batch * n * cols * 4 * 2  # C read once and written once
@@ -110,6 +111,7 @@ def main() -> None:
                     dst,
                     t,
                     amax,
+                    live,
                     *span,
                     **kwargs,
                     **l2_hints(hints),

@@ -186,6 +186,46 @@ def test_exactly_zero_columns_get_tau_exactly_zero() -> None:
     assert torch.all(h[:, 31:, 30:-1] == 0)
 
 
+@pytest.mark.parametrize(
+    "knobs",
+    [
+        {"block_width": 32, "panel_width": 16, "update_split_below": 0},
+        {"block_width": 32, "panel_width": 8, "update_split_below": 0, "column_major": True},
+    ],
+)
+def test_columns_past_the_last_nonzero_are_skipped_and_come_out_exactly_zero(
+    tmp_path: Path, knobs: dict[str, object], nan_poisoned_empty: None
+) -> None:
+    """Matrices whose trailing columns are exactly zero from a different column each: none, all,
+    within the first panel, mid-way through a column block and on a block's edge. With H born
+    NaN, a skipped column left unwritten would show; the live part must still factor."""
+    solver = _solver_with(tmp_path, **knobs)
+    n, ends = 70, (70, 0, 5, 45, 32, 64)
+    a = torch.randn(len(ends), n, n, device=DEVICE)
+    for i, end in enumerate(ends):
+        a[i, :, end:] = 0.0
+    h, tau = solver(a)
+    _assert_passes(a, h, tau)
+    for i, end in enumerate(ends):
+        assert torch.all(h[i, :, end:] == 0) and torch.all(tau[i, end:] == 0)
+        if end:
+            assert torch.all(tau[i, : min(end, n - 1)] != 0)
+
+
+def test_the_prescale_finds_each_matrix_s_last_nonzero_column() -> None:
+    """Wherever the last nonzero sits, a NaN or an infinity counting as nonzero."""
+    patch_scalar_index()
+    a = torch.zeros(5, 300, 300, device=DEVICE)
+    a[1, 299, 0] = 1.0
+    a[2, 0, 150] = -2.0
+    a[3, 200, 299] = float("nan")
+    a[4, 7, 31] = float("inf")
+    plan = make_plan(5, 300, load_config().for_shape(5, 300))
+    out = Buffers.allocate(a, plan)
+    prescale(a, plan, out)
+    assert out.live.tolist() == [0.0, 1.0, 151.0, 300.0, 32.0]
+
+
 def _assert_rescales_exactly(
     solve: Callable[..., tuple[torch.Tensor, torch.Tensor]], magnitude: float, n: int = 40
 ) -> None:
@@ -337,10 +377,10 @@ def test_panel_kernel_matches_the_reference_panel_and_its_t(unroll: bool, gather
     h = a.clone()
     tau = torch.zeros(batch, n, device=DEVICE)
     t = torch.zeros(batch, nb, nb, device=DEVICE)
-    amax = torch.ones(batch, device=DEVICE)
+    amax, live = torch.ones(batch, device=DEVICE), torch.full((batch,), float(n), device=DEVICE)
     col = 8
     qr_panel_kernel[(batch,)](
-        h, h, tau, t, amax, n, col, *h.stride(), *h.stride(), n, nb * nb, nb,
+        h, h, tau, t, amax, live, n, col, *h.stride(), *h.stride(), n, nb * nb, nb,
         BLOCK_M=32, NB=nb, SELF_SCALE=False, PAIR_REDUCE=torch.cuda.is_available(),
         UNROLL=unroll, GATHER=gather,
     )  # fmt: skip
@@ -366,12 +406,12 @@ def test_update_kernel_matches_the_reference_block_reflector(hints: bool, precis
     v, t = blocked_wy.build_t(blocked_wy.unit_lower(panel), tau)
     h = a.clone()
     h[:, col:, col : col + nb] = panel
-    amax = torch.ones(batch, device=DEVICE)
+    amax, live = torch.ones(batch, device=DEVICE), torch.full((batch,), float(n), device=DEVICE)
     col_blocks = -(-(n - col - nb) // 16)  # one program per matrix and column block
     qr_update_kernel[(batch * col_blocks,)](
-        h, h, t.contiguous(), amax, n, col, nb, col + nb, n, *h.stride(), *h.stride(), nb * nb, nb,
-        NBP=16, BM=16, BN=16, PRECISION=precision, APPLY_PRECISION=precision, **l2_hints(hints),
-        **mirror_kwargs(h), APPLY_STAGES=None,
+        h, h, t.contiguous(), amax, live, n, col, nb, col + nb, n, *h.stride(), *h.stride(),
+        nb * nb, nb, NBP=16, BM=16, BN=16, PRECISION=precision, APPLY_PRECISION=precision,
+        **l2_hints(hints), **mirror_kwargs(h), APPLY_STAGES=None,
     )  # fmt: skip
     expected = blocked_wy.apply_block_reflector_t(v, t, a[:, col:, col + nb :])
     assert torch.allclose(h[:, col:, col + nb :], expected, atol=1e-4)
@@ -561,10 +601,10 @@ def test_a_recording_holds_every_launch_fill_and_copy_in_order() -> None:
     with recording() as records:
         run_plan(a, plan, out)
     _assert_passes(a, out.h, out.tau)
-    assert isinstance(records[0], ZeroRecord) and records[0].target is out.amax
+    assert isinstance(records[0], ZeroRecord) and records[0].target is out.bounds
     launches = [r for r in records if isinstance(r, LaunchRecord)]
-    prescale_args = (a, out.amax, 40, *a.stride())
-    assert launches[0].args[:6] == prescale_args  # then its span and constexpr tiles
+    prescale_args = (a, out.amax, out.live, 40, *a.stride())
+    assert launches[0].args[:7] == prescale_args  # then its span and constexpr tiles
     assert launches[0].args[-2:] == (driver.AMAX_BLOCK_R, driver.AMAX_BLOCK_C)
     assert len(launches) > len(plan.ops) and all(len(r.grid) == 3 for r in launches)
     copies = [r for r in records if isinstance(r, CopyRecord)]

@@ -52,6 +52,8 @@ class Buffers:
     g: torch.Tensor  # batch × g_slabs × t_width × t_width (row-split T joins only)
     q: torch.Tensor  # batch × q_elems (row-split panels only)
     amax: torch.Tensor  # batch
+    live: torch.Tensor  # batch: one past A's last column holding a nonzero (scale.py), in fp32
+    bounds: torch.Tensor  # 2 × batch: amax and live, adjacent so that one zeroing clears both
     scale: torch.Tensor  # batch × 1 × 1: amax's power-of-two scale (cuBLAS updates only)
     rows: torch.Tensor  # batch × n × n, row-major: the panels' columns (column-major H only)
 
@@ -65,18 +67,19 @@ class Buffers:
             (batch, plan.w_width, n),
             (batch, plan.g_slabs, tw, tw),
             (batch, plan.q_elems),
-            (batch,),
+            (2, batch),
             (batch, 1, 1),
         )
         sizes = [math.prod(shape) for shape in shapes]
         scratch = torch.empty(sum(sizes), dtype=a.dtype, device=a.device)
-        t, w, g, q, amax, scale = (
+        t, w, g, q, bounds, scale = (
             part.view(shape) for part, shape in zip(scratch.split(sizes), shapes, strict=True)
         )
         h, tau = cls.outputs(a, plan)
         rows_shape = (batch, n, n) if plan.shape.column_major else (0,)
         rows = torch.empty(rows_shape, dtype=a.dtype, device=a.device)
-        return cls(h=h, tau=tau, t=t, w=w, g=g, q=q, amax=amax, scale=scale, rows=rows)
+        amax, live = bounds
+        return cls(h, tau, t, w, g, q, amax, live, bounds, scale=scale, rows=rows)
 
     @staticmethod
     def outputs(a: torch.Tensor, plan: Plan) -> tuple[torch.Tensor, torch.Tensor]:
@@ -108,14 +111,15 @@ def run_plan(a: torch.Tensor, plan: Plan, out: Buffers) -> None:
 
 
 def prescale(a: torch.Tensor, plan: Plan, out: Buffers) -> None:
-    """Each matrix's |A|max into `out.amax`: the scale every later step works at."""
-    zero(out.amax)
+    """Each matrix's |A|max into `out.amax`, the scale every later step works at, and its live
+    columns into `out.live` (the two are adjacent: one zeroing clears both)."""
+    zero(out.bounds)
     row_blocks, col_blocks = triton.cdiv(plan.n, AMAX_BLOCK_R), triton.cdiv(plan.n, AMAX_BLOCK_C)
     splits = min(col_blocks, max(1, AMAX_PROGRAMS // (plan.batch * row_blocks)))
     span = triton.cdiv(col_blocks, splits) * AMAX_BLOCK_C
     grid = (plan.batch, row_blocks, triton.cdiv(plan.n, span))
     blocks = dict(BLOCK_R=AMAX_BLOCK_R, BLOCK_C=AMAX_BLOCK_C)
-    launch(qr_amax_kernel, grid, a, out.amax, plan.n, *a.stride(), span, **blocks)
+    launch(qr_amax_kernel, grid, a, out.amax, out.live, plan.n, *a.stride(), span, **blocks)
     if plan.library_updates:
         out.scale.copy_(scale_of(out.amax))
 
@@ -178,7 +182,7 @@ def _panel(src: torch.Tensor, plan: Plan, op: PanelOp, out: Buffers, single: boo
     t = _t_at(plan, out, op.t_slot, op.t_offset)
     launch(
         qr_panel_kernel, (plan.batch,),
-        src, out.h, out.tau, t, out.amax, plan.n, op.col,
+        src, out.h, out.tau, t, out.amax, out.live, plan.n, op.col,
         *src.stride(), *out.h.stride(), out.tau.stride(0), t.stride(0), t.stride(1),
         BLOCK_M=op.block_m, NB=op.nb, SELF_SCALE=single,
         PAIR_REDUCE=plan.shape.panel_pair_reduce and src.is_cuda,
@@ -250,8 +254,8 @@ def _update(src: torch.Tensor, plan: Plan, op: UpdateOp, out: Buffers) -> None:
         ahead = shape.update_stages if op.apply_ahead else None
         launch(
             qr_update_kernel, (plan.batch * col_blocks,),
-            src, h, t, out.amax, *span, *src.stride(), *h.stride(), t.stride(0), t.stride(1),
-            num_stages=shape.update_stages, **tiles, **apply, **hints, **mirror,
+            src, h, t, out.amax, out.live, *span, *src.stride(), *h.stride(), t.stride(0),
+            t.stride(1), num_stages=shape.update_stages, **tiles, **apply, **hints, **mirror,
             APPLY_STAGES=ahead,
         )  # fmt: skip
         return

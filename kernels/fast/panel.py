@@ -145,6 +145,7 @@ def qr_panel_kernel(
     tau_ptr,  # batch × n
     t_ptr,  # batch × NB × NB (row stride t_stride_r): the panel's T
     amax_ptr,  # batch: |A|max, read (or written when SELF_SCALE)
+    live_ptr,  # batch: one past A's last column holding a nonzero (unread when SELF_SCALE)
     n,
     col0,  # first column (and first row) of the panel
     src_sb,
@@ -163,25 +164,35 @@ def qr_panel_kernel(
     UNROLL: tl.constexpr,  # the reflector steps unrolled at compile time (`panel_unroll`)
     GATHER: tl.constexpr,  # column i by a gather along the lanes (`panel_gather`)
 ):
-    """One program per matrix: factor rows [col0, n) × columns [col0, col0 + NB) in place."""
+    """One program per matrix: factor rows [col0, n) × columns [col0, col0 + NB) in place.
+
+    A later panel whose columns are all past the matrix's live ones finds them zero in H (the
+    first update wrote them so): its reflectors are τ = 0 with a zero T, stored without work."""
     b = tl.program_id(0).to(tl.int64)
     m = n - col0
     ncols = tl.minimum(m, NB)
     r = tl.arange(0, BLOCK_M)
     c = tl.arange(0, NB)
-    mask = (r[:, None] < m) & (c[None, :] < ncols)
-    offs_src = (col0 + r)[:, None] * src_sr + (col0 + c)[None, :] * src_sc
-    p = tl.load(src_ptr + b * src_sb + offs_src, mask=mask, other=0.0)  # BLOCK_M × NB
-    if SELF_SCALE:
-        amax = tl.max(tl.max(abs_or_inf(p), axis=1), axis=0)
-        tl.store(amax_ptr + b, amax)
+    dead = False
+    if not SELF_SCALE:
+        dead = (col0 > 0) & (col0 >= tl.load(live_ptr + b))
+    if dead:
+        tl.store(tau_ptr + b * tau_sb + col0 + c, tl.zeros((NB,), tl.float32), mask=c < ncols)
+        tl.store(t_ptr + b * t_sb + c[:, None] * t_sr + c[None, :], tl.zeros((NB, NB), tl.float32))
     else:
-        amax = tl.load(amax_ptr + b)
-    scale = scale_for(amax)
-    # Only the first panel reads A; later panels read H, which is already scaled.
-    p = p * tl.where(col0 == 0, scale, 1.0)
+        mask = (r[:, None] < m) & (c[None, :] < ncols)
+        offs_src = (col0 + r)[:, None] * src_sr + (col0 + c)[None, :] * src_sc
+        p = tl.load(src_ptr + b * src_sb + offs_src, mask=mask, other=0.0)  # BLOCK_M × NB
+        if SELF_SCALE:
+            amax = tl.max(tl.max(abs_or_inf(p), axis=1), axis=0)
+            tl.store(amax_ptr + b, amax)
+        else:
+            amax = tl.load(amax_ptr + b)
+        scale = scale_for(amax)
+        # Only the first panel reads A; later panels read H, which is already scaled.
+        p = p * tl.where(col0 == 0, scale, 1.0)
 
-    factor_and_store(
-        p, dst_ptr + b * dst_sb, tau_ptr + b * tau_sb, t_ptr + b * t_sb, m, col0, scale,
-        dst_sr, dst_sc, t_sr, BLOCK_M, NB, PAIR_REDUCE, SELF_SCALE, UNROLL, GATHER,
-    )  # fmt: skip
+        factor_and_store(
+            p, dst_ptr + b * dst_sb, tau_ptr + b * tau_sb, t_ptr + b * t_sb, m, col0, scale,
+            dst_sr, dst_sc, t_sr, BLOCK_M, NB, PAIR_REDUCE, SELF_SCALE, UNROLL, GATHER,
+        )  # fmt: skip

@@ -3,6 +3,9 @@
 Householder norms are sums of squares; scaling a matrix whose largest entry is beyond 2^±60 into
 [1, 2) keeps them from under- or overflowing, and R is scaled back on its final store. |A|max is
 +inf when A holds NaN or Inf, which is how the driver detects bad input without a second pass.
+The same pass finds each matrix's live columns: one past its last column holding a nonzero.
+Columns past it are exactly zero and stay so under every update, so their reflectors are τ = 0
+and the update and panel programs that own only such columns skip their work (update.py).
 """
 
 import triton
@@ -29,6 +32,7 @@ def abs_or_inf(x):
 def qr_amax_kernel(
     a_ptr,
     amax_ptr,  # batch, zeroed before launch
+    live_ptr,  # batch, zeroed before launch: one past the last column holding a nonzero
     n,
     stride_b,
     stride_r,
@@ -46,9 +50,13 @@ def qr_amax_kernel(
     first = tl.program_id(2) * span
     base = a_ptr + b.to(tl.int64) * stride_b
     best = tl.zeros((BLOCK_R, BLOCK_C), tl.float32)
+    last = tl.zeros((BLOCK_R, BLOCK_C), tl.float32)  # column count, exact in fp32 below 2^24
     for c0 in range(first, tl.minimum(first + span, n), BLOCK_C):
         cols = c0 + tl.arange(0, BLOCK_C)
         mask = (rows[:, None] < n) & (cols[None, :] < n)
         tile = tl.load(base + rows[:, None] * stride_r + cols[None, :] * stride_c, mask=mask)
-        best = tl.maximum(best, tl.where(mask, abs_or_inf(tile), 0.0))
+        size = tl.where(mask, abs_or_inf(tile), 0.0)
+        best = tl.maximum(best, size)
+        last = tl.maximum(last, tl.where(size > 0.0, (cols + 1).to(tl.float32)[None, :], 0.0))
     tl.atomic_max(amax_ptr + b, tl.max(tl.max(best, axis=1), axis=0))
+    tl.atomic_max(live_ptr + b, tl.max(tl.max(last, axis=1), axis=0))

@@ -231,6 +231,7 @@ def qr_update_kernel(
     dst_ptr,  # batch × n × n: H, holding V in the panel's columns; C is written here
     t_ptr,  # batch × NBP × NBP (row stride t_sr): the panel's T
     amax_ptr,  # batch: |A|max
+    live_ptr,  # batch: one past the last column of A holding a nonzero (scale.py)
     n,
     col0,  # the panel's first column and row
     nb,  # the panel's width (≤ NBP)
@@ -261,18 +262,32 @@ def qr_update_kernel(
     """Grid (batch × column blocks,), a matrix's column blocks adjacent: apply the panel's block
     reflector to BN trailing columns. Programs that run side by side then share one matrix's V
     in L2; with the batch outermost, each read its own V from DRAM (640×512: V was a third of
-    the update's DRAM traffic)."""
+    the update's DRAM traffic). A program whose columns are all past the matrix's live ones has
+    nothing to update: it only writes their zeros where nothing else will, into H on the first
+    update (the one that reads A) and into the panels' copy of the next panel's columns."""
     col_blocks = tl.cdiv(c_end - c_start, BN)
     b = (tl.program_id(0) // col_blocks).to(tl.int64)
-    cols = c_start + (tl.program_id(0) % col_blocks) * BN + tl.arange(0, BN)
-    scale = scale_for(tl.load(amax_ptr + b))
-    scale_in = tl.where(col0 == 0, scale, 1.0)  # only the first update reads A
-    update_columns(
-        src_ptr + b * src_sb, dst_ptr + b * dst_sb, t_ptr + b * t_sb, t_sr, n, col0, nb, cols,
-        c_end, scale_in, scale, src_sr, src_sc, dst_sr, dst_sc, NBP, BM, BN, PRECISION,
-        APPLY_PRECISION, KEEP, ONCE, mirror_ptr + b * mirror_sb, mirror_sr, mirror_end, MIRROR,
-        APPLY_STAGES,
-    )  # fmt: skip
+    first = c_start + (tl.program_id(0) % col_blocks) * BN
+    cols = first + tl.arange(0, BN)
+    dst, mirror = dst_ptr + b * dst_sb, mirror_ptr + b * mirror_sb
+    if first < tl.load(live_ptr + b):
+        scale = scale_for(tl.load(amax_ptr + b))
+        scale_in = tl.where(col0 == 0, scale, 1.0)  # only the first update reads A
+        update_columns(
+            src_ptr + b * src_sb, dst, t_ptr + b * t_sb, t_sr, n, col0, nb, cols, c_end,
+            scale_in, scale, src_sr, src_sc, dst_sr, dst_sc, NBP, BM, BN, PRECISION,
+            APPLY_PRECISION, KEEP, ONCE, mirror, mirror_sr, mirror_end, MIRROR, APPLY_STAGES,
+        )  # fmt: skip
+    else:
+        unwritten = col0 == 0
+        if MIRROR:
+            unwritten = unwritten | (first < mirror_end)
+        if unwritten:
+            zeros = tl.zeros((BM, BN), tl.float32)
+            for r0 in range(col0, n, BM):
+                rows = r0 + tl.arange(0, BM)
+                store_rows(zeros, dst, mirror, rows, cols, n, c_end, dst_sr, dst_sc, mirror_sr,
+                           mirror_end, MIRROR, ONCE)  # fmt: skip
 
 
 @triton.jit
