@@ -428,3 +428,18 @@ def test_a_claimed_time_the_referees_window_rules_out_ends_the_run_as_tampering(
 def test_a_claim_inside_the_window_is_taken_as_given():
     assert _claimed_ns({"elapsed_ns": 1}, 2 * MS) == 1
     assert _claimed_ns({"elapsed_ns": 2 * MS + 10_000}, 2 * MS) == 2 * MS + 10_000
+
+
+@pytest.mark.parametrize(("count", "ran", "ok"), [(20, 1, True), (20, 2, False), (100, 5, True)])
+def test_the_candidates_own_threads_may_run_outside_the_window_only_now_and_then(
+    count: int, ran: int, ok: bool
+):
+    """One repetition in twenty (an idle library thread's wake-up), or 5% of them, passes; more
+    fails on its own accounting, whatever the clocks say, and stops the spec early."""
+    cycles = _cycles(0.1, 0.0, 0.0, count=count)
+    cycles[:ran] = [replace(c, candidate_threads_ns=40_000.0) for c in cycles[:ran]]
+    verdict = judge_integrity(cycles, BASELINE, CUDA_TOLERANCE)
+    assert verdict.ok is ok, verdict.reason
+    if not ok:
+        assert verdict.clock == "threads" and _far_beyond(verdict, count)
+        assert f"in {ran} of {count} repetitions (0.080 ms of CPU read;" in verdict.reason

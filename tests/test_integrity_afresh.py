@@ -5,6 +5,7 @@ calibrated afresh; work hidden in every process still fails."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -33,8 +34,9 @@ def test_a_spec_that_fails_only_in_its_first_contestant_passes_when_timed_afresh
     assert report.verdict == "pass", report.reason
     integrity = report.specs[-1]["integrity"]
     first = integrity["first_attempt"]
-    assert first is not None and first["ok"] is False and first["clock"] == "wall-clock"
-    assert first["unaccounted_ns"] > first["allowed_ns"]
+    # Its stalling thread runs outside the window, which the threads' accounting sees first.
+    assert first is not None and first["ok"] is False
+    assert first["clock"] in ("wall-clock", "threads")
     assert integrity["ok"] is True
     assert report.phases_s["recalibrate"] > 0
     imports = [line for line in report.candidate_output.splitlines() if "imported" in line]
@@ -42,9 +44,12 @@ def test_a_spec_that_fails_only_in_its_first_contestant_passes_when_timed_afresh
 
 
 def test_a_candidate_that_stalls_the_harness_after_its_window_fails_on_both_attempts():
+    """Its timer thread holds the interpreter's lock while the harness inspects the outputs: the
+    wall clock over the cycle sees the stall, and the thread's own run outside the window is seen
+    as that (candidate_threads.py), whichever accounting names the failure."""
     report = judge(CHEATERS / "stalls_the_harness.py", "bench")
     assert report.verdict == "fail", report.reason
     spec = report.specs[-1]
     assert spec["gate"] == "integrity"
-    assert spec["integrity"]["first_attempt"]["clock"] == "wall-clock"
-    assert "wall-clock accounting" in report.reason
+    assert spec["integrity"]["first_attempt"]["clock"] in ("wall-clock", "threads")
+    assert re.search(r"wall-clock accounting|own threads ran", report.reason), report.reason

@@ -28,7 +28,8 @@ from pathlib import Path
 import torch
 from qrsup.kernels import generators, suites
 from qrsup.kernels.generators import generate_input
-from qrsup.kernels.judge import export_area, protocol
+from qrsup.kernels.judge import candidate_threads, export_area, protocol
+from qrsup.kernels.judge.candidate_threads import ThreadSpan
 from qrsup.kernels.judge.export_area import ExportArea
 from qrsup.kernels.judge.harness_watch import HarnessWatch
 from qrsup.kernels.judge.library_warmup import warm_libraries
@@ -138,6 +139,7 @@ class Contestant:
         if self.exports is not None and device.type == "cuda":
             self.exports.pin()  # before any candidate code, while the contestant waits for it
         self.clock = DeviceClock(device)
+        self.threads = ThreadSpan()
         self.kernel: Kernel | None = None
         self.originals: list[torch.Tensor] = []
         self.inputs: list[torch.Tensor] = []
@@ -151,8 +153,10 @@ class Contestant:
         # Before any candidate code exists here: the tools that prepare, time and hand back
         # its work, as they are, this object's among them (the watch included).
         modules = [sys.modules[__name__], generators, suites, export_area, protocol]
+        modules.append(candidate_threads)
         self.watch = HarnessWatch(modules, HARNESS_OPERATORS, device.type)
         harness = {"contestant": (self, PER_REPETITION), "clock": (self.clock, ())}
+        harness["thread span"] = (self.threads, ("_start",))
         if self.exports is not None:
             harness["export area"] = (self.exports, ())
         self.watch.add_objects(harness)
@@ -182,7 +186,9 @@ class Contestant:
 
     def prepare(self, message: dict) -> dict:
         """Fresh inputs from the referee's seeds, one clone per call, L2 flushed, device idle;
-        refused when the candidate has reached into the tools that make them."""
+        refused when the candidate has reached into the tools that make them. The candidate's
+        threads are read from here to the timed window (candidate_threads.py)."""
+        self.threads.start()
         self.originals, self.inputs, self.outputs = [], [], []
         shape = message["spec"]
 
@@ -211,9 +217,12 @@ class Contestant:
             for a in self.inputs:
                 outputs.append(kernel(a))
 
+        threads_ns = self.threads.ran_ns()
         elapsed_ns, launch_wait_ns = self.clock.time_ns(body)
+        self.threads.start()
         self.outputs = outputs
-        return {"ok": True, "elapsed_ns": elapsed_ns, "launch_wait_ns": launch_wait_ns}
+        reply = {"ok": True, "elapsed_ns": elapsed_ns, "launch_wait_ns": launch_wait_ns}
+        return reply | {"threads_ns": threads_ns}
 
     def profile(self, message: dict) -> dict:
         """The prepared inputs once more, under the profiler; the raw trace goes to `trace`."""
@@ -255,7 +264,7 @@ class Contestant:
         if message.get("export") and not problems:
             self._export()
         self.release()
-        return {"ok": True, "problems": problems[:20]}
+        return {"ok": True, "problems": problems[:20], "threads_ns": self.threads.ran_ns()}
 
     def release(self) -> None:
         """Let this repetition's inputs and outputs go, and collect young reference cycles,

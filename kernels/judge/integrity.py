@@ -54,6 +54,12 @@ MIN_CPU_SLACK_NS = 20_000_000
 CPU_TICK_NS = 10_000_000
 RELATIVE_CPU_SLACK = 0.5
 
+# A candidate's own threads may run while the harness holds its inputs or outputs in this many
+# repetitions, and this share of them, without failing: an honest library's idle thread may wake
+# now and then (tqdm's monitor every 10 s); work hidden there has to be in most repetitions to pay.
+THREAD_CYCLES_ALLOWED = 1
+THREAD_SHARE_ALLOWED = 0.05
+
 # The mean of a group's unaccounted time is judged from this many cycles on, without its dearest
 # share of them (at least one).
 MEAN_MIN_CYCLES = 8
@@ -129,6 +135,9 @@ class Cycle:
     bookkeeping_ns: float = 0.0
     waits_excused: bool = True  # whether the toll outside the window was taken out (_excusable)
     other_threads_ns: float = 0.0  # CPU the contestant's other threads ran outside the window
+    # CPU the candidate's own Python threads ran while the harness held its inputs or outputs
+    # outside the window, as the contestant read it (candidate_threads.py)
+    candidate_threads_ns: float = 0.0
 
     @property
     def contestant_launching_wait_ns(self) -> float:
@@ -332,6 +341,8 @@ def judge_integrity(
     0.568 ms unaccounted against 0.559 allowed) and passed when calibrated afresh."""
     if not cycles:
         return IntegrityVerdict(True, 0.0, 0.0, 0.0, 0.0, "")
+    if threads_failed := _threads_verdict(cycles):
+        return threads_failed
     claimed = statistics.median(c.claimed_ns for c in cycles)
     slack = max(tolerance.min_slack_ns, tolerance.relative_slack * claimed)
     allowed = baseline.jitter_ns + slack
@@ -384,6 +395,26 @@ def judge_integrity(
         waited,
         statistic=worst.statistic,
     )
+
+
+def _threads_verdict(cycles: Sequence[Cycle]) -> IntegrityVerdict | None:
+    """A failure when the candidate's own threads ran outside the window in more repetitions
+    than an honest library's idle thread would (THREAD_CYCLES_ALLOWED, THREAD_SHARE_ALLOWED)."""
+    ran = [c.candidate_threads_ns for c in cycles if c.candidate_threads_ns > 0]
+    allowed = max(THREAD_CYCLES_ALLOWED, int(THREAD_SHARE_ALLOWED * len(cycles)))
+    if len(ran) <= allowed:
+        return None
+    unknown = sum(ns < 1_000 for ns in ran)  # UNKNOWN_THREAD_NS marks, not CPU read
+    cpu = f"{sum(ran) / 1e6:.3f} ms of CPU read"
+    if unknown:
+        cpu += f"; in {unknown}, a thread the threading module does not know"
+    reason = (
+        f"timing integrity: the candidate's own threads ran while the harness held its inputs or "
+        f"outputs outside the timed window, in {len(ran)} of {len(cycles)} repetitions ({cpu}; "
+        f"at most {allowed} allowed). Work done there escapes the timer: do it inside "
+        "custom_kernel, or leave the threads idle between calls."
+    )
+    return IntegrityVerdict(False, 0.0, 0.0, float(sum(ran)), 0.0, reason, clock="threads")
 
 
 @dataclass(frozen=True)

@@ -148,9 +148,10 @@ class ThreadTimes:
         gone = set(self._open) - set(tasks)
         for task in gone:
             os.close(self._open.pop(task))
-        return sum(self._ran_ns(task) for task in tasks)
+        return sum(self.task_ran_ns(task) for task in tasks)
 
-    def _ran_ns(self, task: str) -> int:
+    def task_ran_ns(self, task: str) -> int:
+        """One thread's time on a CPU so far, by its kernel id; 0 once it has ended."""
         fd = self._open.get(task)
         if fd is not None:
             try:

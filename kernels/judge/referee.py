@@ -23,6 +23,7 @@ from typing import TypeVar
 import torch
 from qrsup.kernels.checker import check_factors
 from qrsup.kernels.generators import generate_input
+from qrsup.kernels.judge.candidate_threads import UNKNOWN_THREAD_NS
 from qrsup.kernels.judge.checker_warmup import CheckerWarmup
 from qrsup.kernels.judge.contestant_process import (
     ContestantFailure,
@@ -399,6 +400,7 @@ class Referee:
             bookkeeping_ns=float(cycle_ns - sum(exchange.elapsed_ns for exchange in exchanges)),
             waits_excused=excused,
             other_threads_ns=float(outside.others_ns),
+            candidate_threads_ns=float(_threads_ns(reply) + _threads_ns(inspected.reply)),
         )
 
     def _excusable(self, stretch: _Reading, wall_ns: float) -> bool:
@@ -610,6 +612,13 @@ def _claimed_ns(reply: dict, window_ns: int) -> int:
     raise ContestantFailure("tamper", reason)
 
 
+def _threads_ns(reply: dict) -> int:
+    """The CPU time the contestant read off the candidate's own threads for a stretch outside the
+    window; a missing or malformed figure counts as a thread that ran."""
+    value = reply.get("threads_ns")
+    return value if type(value) is int and value >= 0 else UNKNOWN_THREAD_NS
+
+
 def _launch_wait_ns(reply: dict) -> float:
     """The wait the contestant reports for its launches; where the report is missing or not a
     count, all of its wait in the window is taken as launching, so none of it is excused."""
@@ -647,4 +656,4 @@ def _far_beyond(verdict: IntegrityVerdict, cycles: int) -> bool:
     factor = abort_factor(cycles)
     wall = verdict.unaccounted_ns > factor * verdict.allowed_ns
     cpu = verdict.cpu_unaccounted_ns > factor * verdict.cpu_allowed_ns
-    return not verdict.ok and (wall or cpu)
+    return not verdict.ok and (wall or cpu or verdict.clock == "threads")
