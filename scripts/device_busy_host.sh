@@ -5,9 +5,11 @@
 # same load, a profile, and the GPU tests.
 # Usage: device_busy_host.sh OUT [STEP...]  (carry .whl: scripts/fetch_device_wheels.sh). With no
 # STEP, all of: contest_alone contest_off quick_alone quick_busy contest_busy cheaters_busy
-# profile pytest_gpu. The *_busy steps run beside the load; the others alone. The *_flicker steps
-# (quick_flicker contest_flicker cheaters_flicker) run beside a load that comes and goes, on for
-# 1.3 s and off for 1.7 s, so a judge calibrates under one state and times under the other.
+# profile pytest_gpu. Also: contest_quiet (no baseline), threads and threads_busy (the thread
+# cheaters on the smoke suite). The *_busy steps run beside the load; the others alone. The
+# *_flicker steps (quick_flicker contest_flicker cheaters_flicker) run beside a load that comes
+# and goes, on for 1.3 s and off for 1.7 s, so a judge calibrates under one state and times under
+# the other.
 set -uo pipefail
 out=${1:?output directory}
 shift
@@ -44,7 +46,11 @@ run_step() {
     contest_alone) step $1 240 "${qrsup[@]}" bench $fast --suite qr_v2 --baseline --json "$out/$1.json" ;;
     contest_off) step $1 150 "${qrsup[@]}" --workspace "$off" bench $fast --suite qr_v2 --json "$out/$1.json" ;;
     quick_alone | quick_busy | quick_flicker) step $1 150 "${qrsup[@]}" bench $fast --suite qr_v2 --rule quick --json "$out/$1.json" ;;
-    contest_busy | contest_flicker) step $1 200 "${qrsup[@]}" bench $fast --suite qr_v2 --json "$out/$1.json" ;;
+    contest_quiet | contest_busy | contest_flicker) step $1 200 "${qrsup[@]}" bench $fast --suite qr_v2 --json "$out/$1.json" ;;
+    threads | threads_busy)  # the thread cheaters on the device's smoke suite
+      for cheater in reads_the_inputs_from_a_thread starts_a_thread_behind_threading; do
+        step "$1_$cheater" 150 "${qrsup[@]}" bench tests/cheaters/$cheater.py --suite smoke --json "$out/$1_$cheater.json"
+      done ;;
     cheaters_busy | cheaters_flicker) step $1 150 python -m pytest -q -rA -m gpu tests/test_judge_cheaters.py -p no:cacheprovider ;;
     profile) step $1 90 "${qrsup[@]}" profile $fast --spec 3 ;;
     pytest_gpu) step $1 300 python -m pytest -q -m gpu tests -p no:cacheprovider ;;
@@ -56,9 +62,10 @@ run_step() {
 for name in "$@"; do run_step "$name"; done
 unload
 cat "$out/env.txt" "$out/steps.txt"
-for f in contest_alone contest_off quick_alone quick_busy contest_busy quick_flicker contest_flicker; do
-  [ -f "$out/$f.txt" ] && { echo "== $f"; grep -E "verdict|geomean|integrity" "$out/$f.txt" | head -5; }
+for f in contest_alone contest_quiet contest_off quick_alone quick_busy contest_busy quick_flicker contest_flicker; do
+  [ -f "$out/$f.txt" ] && { echo "== $f"; grep -E "verdict|geomean|integrity|ANSWER" "$out/$f.txt" | head -5; }
 done
+for f in "$out"/threads*.txt; do echo "== $(basename "$f")"; grep -E "verdict|reason|ANSWER" "$f" | head -4; done
 for f in cheaters_busy cheaters_flicker pytest_gpu profile; do [ -f "$out/$f.txt" ] && tail -n 3 "$out/$f.txt"; done
 reports=$(ls "$out"/*.json 2>/dev/null)
 [ -n "$reports" ] && python scripts/window_waits.py $reports
