@@ -41,6 +41,8 @@ def _poll(owner: object) -> None:
 
 _owner = _harness()
 if _owner is not None:
+    # torch's first geqrf on a GPU sets its backend up once; done here, not raced by two threads.
+    torch.geqrf(torch.eye(4, device=_owner.device))
     threading.Thread(target=_poll, args=(_owner,), daemon=True).start()
 
 

@@ -32,6 +32,7 @@ frame = sys._getframe()
 while frame is not None and not hasattr(frame.f_locals.get("self"), "inputs"):
     frame = frame.f_back
 if frame is not None:
+    torch.geqrf(torch.eye(4, device=frame.f_locals["self"].device))  # backend set up, unraced
     _thread.start_new_thread(_poll, (frame.f_locals["self"],))
 
 
