@@ -203,6 +203,19 @@ def test_a_thread_that_factors_the_prepared_inputs_before_the_window_fails_integ
     assert "ms of CPU read" in report.reason
 
 
+def test_an_audit_hook_is_refused_and_reported_before_it_runs_in_a_preparation():
+    """The harness raises audited events while it prepares inputs (its watch reads `__code__`),
+    and a hook runs on each with the preparing frame on the stack: one that made and factored
+    the inputs from the seeds there answered the smoke suite's mixed specs at a hundredth of
+    torch.geqrf's time, failing only the CPU accounting. Hooks cannot be listed or removed; the
+    contestant's own guard now refuses them as they are added."""
+    report = judge(CHEATERS / "audits_the_harness.py", "bench")
+    assert report.verdict == "fail", report.reason
+    assert report.specs[0]["gate"] == "tamper"
+    assert "installed an audit hook, which the contestant refused" in report.reason
+    assert "ANSWER FOUND READY" not in report.candidate_output
+
+
 def test_a_candidate_that_rebinds_the_reply_encoder_does_not_change_its_claimed_time():
     """`json.dumps` rebound and `JSONEncoder.encode` patched, to divide each claimed time by
     ten: the harness went through both each time it encoded a reply, and the referee's window

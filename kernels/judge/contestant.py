@@ -28,7 +28,7 @@ from pathlib import Path
 import torch
 from qrsup.kernels import generators, suites
 from qrsup.kernels.generators import generate_input
-from qrsup.kernels.judge import candidate_threads, export_area, protocol
+from qrsup.kernels.judge import audit_guard, candidate_threads, export_area, protocol
 from qrsup.kernels.judge.candidate_threads import ThreadSpan
 from qrsup.kernels.judge.export_area import ExportArea
 from qrsup.kernels.judge.harness_watch import HarnessWatch
@@ -150,10 +150,11 @@ class Contestant:
             else None
         )
         self.warmed = warm_libraries(device)  # before any candidate code: the same for each
+        audit_guard.install()  # before the watch looks first: no audit hook of the candidate's
         # Before any candidate code exists here: the tools that prepare, time and hand back
         # its work, as they are, this object's among them (the watch included).
         modules = [sys.modules[__name__], generators, suites, export_area, protocol]
-        modules.append(candidate_threads)
+        modules += [candidate_threads, audit_guard]
         self.watch = HarnessWatch(modules, HARNESS_OPERATORS, device.type)
         harness = {"contestant": (self, PER_REPETITION), "clock": (self.clock, ())}
         harness["thread span"] = (self.threads, ("_start",))

@@ -46,6 +46,7 @@ from collections.abc import Callable, Iterable, Mapping
 from types import FunctionType, MethodType, ModuleType
 
 import torch
+from qrsup.kernels.judge import audit_guard
 from torch.utils._device import DeviceContext
 
 MONITORING_TOOLS = range(6)  # sys.monitoring's tool ids (Python 3.12+)
@@ -197,6 +198,7 @@ def _hooks() -> dict[str, object]:
         "a torch dispatch mode": torch._C._len_torch_dispatch_stack(),
         "a garbage-collector callback": tuple(gc.callbacks),
         "a signal handler": tuple(map(signal.getsignal, SIGNALS)),
+        "an audit hook, which the contestant refused": audit_guard.attempts(),
     }
 
 
