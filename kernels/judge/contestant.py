@@ -222,8 +222,12 @@ class Contestant:
         elapsed_ns, launch_wait_ns = self.clock.time_ns(body)
         self.threads.start()
         self.outputs = outputs
-        reply = {"ok": True, "elapsed_ns": elapsed_ns, "launch_wait_ns": launch_wait_ns}
-        return reply | {"threads_ns": threads_ns}
+        return {
+            "ok": True,
+            "elapsed_ns": elapsed_ns,
+            "launch_wait_ns": launch_wait_ns,
+            "threads_ns": threads_ns,
+        }
 
     def profile(self, message: dict) -> dict:
         """The prepared inputs once more, under the profiler; the raw trace goes to `trace`."""
