@@ -66,6 +66,15 @@ COLUMN_MAJOR = {"column_major": True}
 # A second blocking level: blocks update only their outer block's columns, and cuBLAS updates the
 # rest once per outer block at rank 128, 256 or 512 (plan.py).
 OUTER_128, OUTER_256, OUTER_512 = ({"outer_block_width": w} for w in (128, 256, 512))
+# The outer update by Triton's fused update (its program holds the 128 × 128 T), at 3×TF32 where
+# cuBLAS runs IEEE; on sm_90 it takes 255 registers and spills at 4 or 8 warps.
+TRITON_OUTER = {**OUTER_128, "outer_update_library": "triton"}
+TRITON_OUTERS = [
+    TRITON_OUTER,
+    {**TRITON_OUTER, "update_block_n": 32, "update_warps": 8},
+    {**TRITON_OUTER, "block_width": 32},
+    {**TRITON_OUTER, **{"update_stages": 1, "update_block_n": 32}},
+]
 # Panel elements a thread holds, so warps per panel program: fewer warps cut the cross-warp
 # reductions of each reflector step, more spread its arithmetic.
 PER_THREAD = [{"panel_elems_per_thread": e} for e in (16, 32, 64, 128)]
@@ -184,6 +193,7 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         OUTER_128,
         OUTER_256,
         {**OUTER_256, **CUBLAS},
+        *TRITON_OUTERS,
         *PER_THREAD,
     ],
     "medium-1024": [
@@ -232,6 +242,7 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         OUTER_256,
         OUTER_512,
         {**OUTER_256, **CUBLAS},
+        *TRITON_OUTERS,
         *PER_THREAD,
     ],
     "large": [

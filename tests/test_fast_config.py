@@ -368,6 +368,34 @@ def test_an_outer_block_no_wider_than_a_block_or_ending_the_matrix_changes_nothi
         assert (plan.ops, plan.t_width) == (plain.ops, plain.t_width)
 
 
+def test_a_triton_outer_update_reads_another_t_slot_than_the_panel_merged_with_it() -> None:
+    """Under look-ahead the outer update runs in one launch with the next outer block's first
+    panel, which writes its T while the update programs still read the outer block's: outer
+    blocks alternate T slots, as plain blocks do."""
+    shape = load_config(DEFAULT_CONFIGS).for_shape(640, 512)
+    knobs = dict(outer_block_width=128, outer_update_library="triton", lookahead=True)
+    plan = make_plan(640, 512, dataclasses.replace(shape, **knobs, column_major=False))
+    assert plan is not None and plan.t_slots == 2
+    merged = [op for op in plan.ops if isinstance(op, LookaheadOp) and op.update.nb == 128]
+    assert [(op.update.col, op.update.library) for op in merged] == [
+        (0, False),
+        (128, False),
+        (256, False),
+    ]
+    assert all(op.update.t_slot != op.panel.t_slot for op in merged)
+    joins = [op for op in plan.ops if isinstance(op, OuterJoinOp)]
+    assert [(op.col, op.t_slot) for op in joins] == [(0, 0), (128, 1), (256, 0)]
+
+
+def test_a_triton_outer_update_wider_than_one_program_s_t_is_refused() -> None:
+    raw = _shipped()
+    raw["shape"][0] |= {"outer_block_width": 256, "outer_update_library": "triton"}
+    with pytest.raises(
+        ConfigError, match='outer_block_width = 256 needs outer_update_library = "cublas"'
+    ):
+        parse_config(raw, Path("bad.toml"))
+
+
 @pytest.mark.parametrize("width", [96, -64])
 def test_an_outer_block_width_other_than_zero_or_a_power_of_two_is_refused(width: int) -> None:
     raw = _shipped()

@@ -1232,14 +1232,22 @@ OUTER_BLOCKS = {"outer_block_width": 64, "block_width": 16, "panel_width": 8, "l
         pytest.param({"update_library": "cublas"}, id="cublas-blocks"),
         pytest.param({"lookahead": True}, id="look-ahead"),
         pytest.param({"column_major": True, "update_split_below": 65536}, id="column-major"),
+        pytest.param({"outer_update_library": "triton"}, id="triton-outer"),
+        pytest.param(
+            {"outer_update_library": "triton", "lookahead": True}, id="triton-outer-ahead"
+        ),
+        pytest.param(
+            {"outer_update_library": "triton", "column_major": True, "update_split_below": 0},
+            id="triton-outer-column-major",
+        ),
     ],
 )
 def test_outer_blocks_pass_the_gates_and_find_the_one_level_factors(
     tmp_path: Path, knobs: dict[str, object], nan_poisoned_empty: None
 ) -> None:
-    """The second level reorders the same updates and joins T by cuBLAS: the gates pass on
-    hard cases, and on a well-conditioned matrix the factors are the one-level ones up to
-    rounding."""
+    """The second level reorders the same updates and joins T by cuBLAS, its update cuBLAS's or
+    Triton's: the gates pass on hard cases, and on a well-conditioned matrix the factors are the
+    one-level ones up to rounding."""
     solver = _solver_with(tmp_path, **{**OUTER_BLOCKS, **knobs})
     plan, _ = solver._plan(-1, 2, 100)
     assert plan is not None and sum(isinstance(op, OuterJoinOp) for op in plan.ops) == 1

@@ -45,7 +45,12 @@ class ShapeConfig:
     """Columns per outer block, a second blocking level (0: none). Where wider than a block,
     each block's trailing update stops at the outer block's end; the blocks' T's are then joined
     into the outer block's and the rest of the matrix is updated once per outer block by
-    cuBLAS (library_update.py): rank-`outer_block_width` GEMMs in place of narrow ones."""
+    `outer_update_library`: rank-`outer_block_width` products in place of narrow ones."""
+    outer_update_library: str
+    """Who runs an outer block's update of the rest of the matrix: "cublas", three batched
+    GEMMs, where "tf32x3" runs as IEEE (library_update.py), or "triton", the fused update at the
+    class's tiles and precisions (update.py), whose program holds the outer block's whole T:
+    at most 128 columns wide. The outer block's T is joined by cuBLAS either way."""
     panel_width: int
     """Columns per panel while the register budget allows it; panels of a block are joined."""
     max_panel_elems: int
@@ -171,8 +176,10 @@ class ShapeConfig:
 PRECISIONS = ("ieee", "tf32x3", "tf32")
 PATHS = ("blocked", "fused", "warp")
 UPDATE_LIBRARIES = ("triton", "cublas")
+MAX_TRITON_OUTER = 128  # columns of an outer block whose T one Triton update program holds
 _CHOICES = {
     "update_library": UPDATE_LIBRARIES,
+    "outer_update_library": UPDATE_LIBRARIES,
     "update_precision": PRECISIONS,
     "update_apply_precision": PRECISIONS,
     "t_precision": PRECISIONS,
@@ -349,6 +356,12 @@ def _parse_shape(raw: object, space: dict[str, tuple[object, ...]], where: str) 
     if shape.outer_block_width & (shape.outer_block_width - 1):  # every negative one too
         raise ConfigError(
             f"{where}: outer_block_width = {shape.outer_block_width} must be 0 or a power of two"
+        )
+    if shape.outer_update_library == "triton" and shape.outer_block_width > MAX_TRITON_OUTER:
+        raise ConfigError(
+            f"{where}: a Triton outer update holds its whole T in one program, so "
+            f"outer_block_width = {shape.outer_block_width} needs outer_update_library = "
+            f'"cublas" (the Triton one takes at most {MAX_TRITON_OUTER})'
         )
     for key in ("t_gram_rows", "panel_split_rows"):
         if getattr(shape, key) < 0:

@@ -11,8 +11,8 @@ so its width is bound by a slab's rows, not all of them.
 With `update_library = "cublas"`, each block's trailing update is cuBLAS's (library_update.py).
 With `outer_block_width`, blocks are grouped into outer blocks: a block's trailing update stops at
 its outer block's end, each block's T sits at its offset in the outer block's T, and once the
-outer block is factored an OuterJoinOp joins those T's and one cuBLAS update of rank
-`outer_block_width` covers the rest of the matrix.
+outer block is factored an OuterJoinOp joins those T's (cuBLAS) and one update of rank
+`outer_block_width`, cuBLAS's or Triton's (`outer_update_library`), covers the rest of the matrix.
 With `block_launch`, a block's panels, inner updates and T join are one launch (BlockOp).
 With `update_two_pass` (`inner_update_two_pass` inside a block), a Triton update that does not
 split rows is two launches that hand W over through the plan's W buffer.
@@ -293,7 +293,7 @@ def make_plan(batch: int, n: int, shape: ShapeConfig) -> Plan | None:
     if shape.path == "warp" and n <= WARP_MAX_N:
         return Plan(batch, n, (WarpOp(next_pow2(n)),), DOT_MIN, 0, 0, shape)
     ops: list[Op] = []
-    col = block = 0
+    col = turn = 0
     while col < n:
         blocks = _outer_block(col, n, shape)
         if blocks is None:
@@ -305,8 +305,9 @@ def make_plan(batch: int, n: int, shape: ShapeConfig) -> Plan | None:
             base = outer_col if nested else start  # where the T holding this block's starts
             end, offset = start + width, start - base
             # Look-ahead's next panel writes its T while the update still reads this block's:
-            # blocks alternate T slots, except inside an outer block, where each has its own T.
-            slot = block % 2 if shape.lookahead and not nested else 0
+            # blocks alternate T slots, except inside an outer block, where each has its own T
+            # and the outer blocks alternate (its update may be merged with the next panel too).
+            slot = turn % 2 if shape.lookahead else 0
             inner: list[Op] = []
             for p in range(start, end, nb):
                 inner.append(_panel(p, nb, n, p - base, shape, slot))
@@ -323,13 +324,14 @@ def make_plan(batch: int, n: int, shape: ShapeConfig) -> Plan | None:
             stop = outer_end if nested else n
             if end < stop:
                 ops.append(_update(batch, start, width, offset, end, stop, shape, slot, library))
-            block += 1
+            turn += not nested
         if nested:
             starts = tuple(start - outer_col for start, _, _ in blocks)
-            ops.append(OuterJoinOp(outer_col, outer_end - outer_col, starts))
-            ops.append(
-                _update(batch, outer_col, outer_end - outer_col, 0, outer_end, n, shape, 0, True)
-            )
+            ops.append(OuterJoinOp(outer_col, outer_end - outer_col, starts, slot))
+            outer_library = shape.outer_update_library == "cublas"
+            span = (outer_col, outer_end - outer_col, 0, outer_end, n)
+            ops.append(_update(batch, *span, shape, slot, outer_library))
+            turn += 1
         col = outer_end
     if shape.lookahead:
         ops = _look_ahead(ops, shape)
