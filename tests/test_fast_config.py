@@ -368,6 +368,29 @@ def test_an_outer_block_no_wider_than_a_block_or_ending_the_matrix_changes_nothi
         assert (plan.ops, plan.t_width) == (plain.ops, plain.t_width)
 
 
+@pytest.mark.parametrize("two_pass", [False, True])
+def test_row_split_updates_zero_the_next_one_s_part_of_w_in_the_other_slot(two_pass: bool) -> None:
+    """At 60×1024 every row-split update but the first finds its part of W zeroed by the one
+    before (52 fills → 1); two-pass updates, which store W without a fill, end such a chain."""
+    shape = load_config(DEFAULT_CONFIGS).for_shape(60, 1024)
+    plan = make_plan(60, 1024, dataclasses.replace(shape, update_two_pass=two_pass))
+    assert plan is not None and plan.w_slots == 2
+    users = [op for op in plan.ops if isinstance(op, UpdateOp) and op.passes_w]
+    assert sum(op.two_pass for op in users) == (11 if two_pass else 0)
+    chains = 0
+    for before, op in zip([None, *users], users, strict=False):
+        chained = before is not None and before.slab_rows > 0 and op.slab_rows > 0
+        assert op.w_zeroed == chained
+        if chained:
+            assert before.w_next == (op.nb, op.c_start, op.c_end)
+            assert op.w_slot == 1 - before.w_slot
+        else:
+            chains += op.slab_rows > 0
+            assert before is None or before.w_next is None
+    fills = sum(op.slab_rows > 0 and not op.w_zeroed for op in users)
+    assert fills == chains == (12 if two_pass else 1)
+
+
 def test_a_triton_outer_update_reads_another_t_slot_than_the_panel_merged_with_it() -> None:
     """Under look-ahead the outer update runs in one launch with the next outer block's first
     panel, which writes its T while the update programs still read the outer block's: outer

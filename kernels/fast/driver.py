@@ -48,7 +48,7 @@ class Buffers:
     h: torch.Tensor  # batch × n × n, row- or column-major (`column_major`)
     tau: torch.Tensor  # batch × n
     t: torch.Tensor  # batch × (t_slots · t_width) × t_width: the T slots stacked
-    w: torch.Tensor  # batch × w_width × n (row-split updates only)
+    w: torch.Tensor  # batch × (w_slots · w_width) × n: the W slots stacked (row-split and two-pass)
     g: torch.Tensor  # batch × g_slabs × t_width × t_width (row-split T joins only)
     q: torch.Tensor  # batch × q_elems (row-split panels only)
     amax: torch.Tensor  # batch
@@ -64,7 +64,7 @@ class Buffers:
         batch, n, tw = a.shape[0], a.shape[-1], plan.t_width
         shapes = (
             (batch, plan.t_slots * tw, tw),
-            (batch, plan.w_width, n),
+            (batch, plan.w_slots * plan.w_width, n),
             (batch, plan.g_slabs, tw, tw),
             (batch, plan.q_elems),
             (2, batch),
@@ -141,6 +141,11 @@ def run_op(a: torch.Tensor, plan: Plan, op: Op, out: Buffers) -> None:
         _lookahead(a if op.update.col == 0 else out.h, plan, op, out)
     elif isinstance(op, BlockOp):
         _block(a if op.col == 0 else out.h, plan, op, out)
+
+
+def _w_at(plan: Plan, out: Buffers, slot: int) -> torch.Tensor:
+    """The W slot `slot` (batch × w_width × n view)."""
+    return out.w[:, slot * plan.w_width : (slot + 1) * plan.w_width]
 
 
 def _t_at(plan: Plan, out: Buffers, slot: int, offset: int) -> torch.Tensor:
@@ -230,7 +235,7 @@ def _update(src: torch.Tensor, plan: Plan, op: UpdateOp, out: Buffers) -> None:
     apply = dict(APPLY_PRECISION=shape.update_apply_precision)
     hints = l2_hints(shape.update_l2_hints)
     span = (plan.n, op.col, op.nb, op.c_start, op.c_end)
-    w = out.w
+    w = _w_at(plan, out, op.w_slot)
     mirror = mirror_kwargs(h, out.rows if op.mirror else None, op.c_start + op.mirror)
     if op.two_pass:
         launch(
@@ -242,11 +247,16 @@ def _update(src: torch.Tensor, plan: Plan, op: UpdateOp, out: Buffers) -> None:
     elif op.slab_rows:
         # Only what the slabs add into: zeroing all of W took 4.4 µs a launch at 60 × 1024 on an
         # H200, 0.23 ms a factorization (most of it under 16-reflector updates of ≤ 48 columns).
-        zero(w[:, : op.nb, op.c_start : op.c_end])
+        # Most of these parts are zeroed by the update before, in the other slot (w_next).
+        if not op.w_zeroed:
+            zero(w[:, : op.nb, op.c_start : op.c_end])
+        following = op.w_next or (0, 0, 0)
+        other = _w_at(plan, out, 1 - op.w_slot) if op.w_next else w
         slabs = triton.cdiv(plan.n - op.col, op.slab_rows)
         launch(
             qr_update_w_kernel, (plan.batch, col_blocks, slabs),
-            src, h, w, out.amax, *span, op.slab_rows, *src.stride(), *h.stride(),
+            src, h, w, other, out.amax, *span, op.slab_rows, *following, *src.stride(),
+            *h.stride(),
             w.stride(0), w.stride(1), num_stages=shape.update_stages,
             BY_COLUMNS=shape.update_w_by_columns, **tiles,
         )  # fmt: skip

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 from dataclasses import dataclass
 
 from .config import ShapeConfig
@@ -131,6 +132,13 @@ class UpdateOp:
     """maxnreg of its launches (0: ptxas decides): the class's cap for its kind of update."""
     apply_ahead: bool = False
     """Its one-program launch loads C's second walk ahead, as V's (update.py's apply_columns)."""
+    w_slot: int = 0
+    """Which of the plan's W buffers its launches hand W over in."""
+    w_zeroed: bool = False
+    """Its part of W was zeroed by the row-split update before it (`w_next`): no fill."""
+    w_next: tuple[int, int, int] | None = None
+    """(reflectors, first column, end column) of the next row-split update's part of W, which
+    its row-split launch zeroes in the other W buffer (plan.py's _hand_over_w)."""
 
     @property
     def passes_w(self) -> bool:
@@ -252,6 +260,8 @@ class Plan:
     """How many T buffers (2 where lookahead overlaps one block's update with the next's panel)."""
     q_elems: int = 0
     """Floats per matrix of the row-split panels' scratch (0 when no panel splits)."""
+    w_slots: int = 1
+    """How many W buffers (2 where row-split updates zero each other's part of W)."""
 
     @functools.cached_property
     def library_updates(self) -> bool:
@@ -337,6 +347,7 @@ def make_plan(batch: int, n: int, shape: ShapeConfig) -> Plan | None:
         ops = _look_ahead(ops, shape)
     if shape.column_major:
         ops = _mirrored(ops)
+    ops = _hand_over_w(ops)
     parts = [op for op in ops if not isinstance(op, LookaheadOp)]
     parts += [part for op in ops if isinstance(op, LookaheadOp) for part in (op.update, op.panel)]
     panels = (PanelOp, SplitPanelOp)
@@ -354,7 +365,8 @@ def make_plan(batch: int, n: int, shape: ShapeConfig) -> Plan | None:
     ]
     w_width, g_slabs = max(split, default=0), max(slabs, default=0)
     q_elems = max((op.scratch for op in parts if isinstance(op, SplitPanelOp)), default=0)
-    return Plan(batch, n, tuple(ops), t_width, w_width, g_slabs, shape, t_slots, q_elems)
+    w_slots = 1 + max((op.w_slot for op in parts if isinstance(op, UpdateOp)), default=0)
+    return Plan(batch, n, tuple(ops), t_width, w_width, g_slabs, shape, t_slots, q_elems, w_slots)
 
 
 def _block_launch(ops: list[Op], shape: ShapeConfig) -> list[Op]:
@@ -407,6 +419,22 @@ def _mirrored(ops: list[Op]) -> list[Op]:
         ):
             out[i - 1] = dataclasses.replace(update, mirror=panel.nb)
             out[i] = dataclasses.replace(panel, mirrored=True)
+    return out
+
+
+def _hand_over_w(ops: list[Op]) -> list[Op]:
+    """Each row-split update whose next user of W is a row-split update too zeroes that one's
+    part of W, in the other of two W buffers, while it sums its own; only the first of such a
+    chain keeps a fill of its own. A fill is a launch of its own: 52 of them at 60 × 1024 and
+    192 at 2 × 4096. A two-pass update, which stores its W without a fill, ends a chain."""
+    out = list(ops)
+    users = [i for i, op in enumerate(out) if isinstance(op, UpdateOp) and op.passes_w]
+    for i, j in itertools.pairwise(users):
+        this, after = out[i], out[j]
+        assert isinstance(this, UpdateOp) and isinstance(after, UpdateOp)
+        if this.slab_rows and after.slab_rows:
+            out[i] = dataclasses.replace(this, w_next=(after.nb, after.c_start, after.c_end))
+            out[j] = dataclasses.replace(after, w_slot=1 - this.w_slot, w_zeroed=True)
     return out
 
 

@@ -2,8 +2,10 @@
 the GPU with one program per column block (2 × 4096 has 128 such blocks, each 4096 rows deep).
 
 qr_update_w_kernel sums W = Vᵀ·C over row slabs in parallel, adding each slab's part into a zeroed
-W buffer with atomics; qr_update_apply_kernel then gives every (row block, column block) tile its
-own program, which forms Tᵀ·W for its columns and subtracts V·(Tᵀ·W). Precisions as in update.py.
+W buffer with atomics, and zeroes the next row-split update's part of the other W buffer, so that
+update needs no fill launch of its own; qr_update_apply_kernel then gives every (row block,
+column block) tile its own program, which forms Tᵀ·W for its columns and subtracts V·(Tᵀ·W).
+Precisions as in update.py.
 The two-pass update (update.py's qr_update_tw_kernel) ends with the same apply kernel, its W
 already multiplied by Tᵀ.
 """
@@ -21,6 +23,7 @@ def qr_update_w_kernel(
     src_ptr,  # batch × n × n: C is read from here (A for an update whose panel starts at 0)
     dst_ptr,  # batch × n × n: H, holding V in the panel's columns
     w_ptr,  # batch × ≥NBP × n, zeroed: W = Vᵀ·C accumulates into columns [c_start, c_end)
+    next_w_ptr,  # the other W buffer (w_ptr's strides), where the next row-split update sums
     amax_ptr,
     n,
     col0,
@@ -28,6 +31,9 @@ def qr_update_w_kernel(
     c_start,
     c_end,
     slab_rows,  # rows per program, a multiple of BM
+    next_nb,  # the next row-split update's part of W: rows [0, next_nb) × columns
+    next_start,  # [next_start, next_end), zeroed here by the first slab's programs (0, 0, 0:
+    next_end,  # none)
     src_sb,
     src_sr,
     src_sc,
@@ -43,6 +49,7 @@ def qr_update_w_kernel(
     BY_COLUMNS: tl.constexpr,  # `update_w_by_columns`: (Cᵀ·V)ᵀ, the columns of C along M
 ):
     """Grid (batch, column blocks, row slabs): one slab's share of Vᵀ·C, added atomically.
+    The update before this one finished reading the other W buffer, so zeroing there is safe.
     Vᵀ·C puts NBP (16 or 32) along the product's M, below the 64 rows that sm_90's warpgroup
     MMA takes, so it runs as mma.sync with its fp32 operands read from shared memory one word
     at a time; Cᵀ·V puts BN there instead (sm_90, Triton 3.6, 2 × 4096's launch: 128 scalar
@@ -71,6 +78,21 @@ def qr_update_w_kernel(
         w = tl.trans(wt)
     wmask = (k[:, None] < nb) & (cols[None, :] < c_end)
     tl.atomic_add(w_ptr + b * w_sb + k[:, None] * w_sr + cols[None, :], w, mask=wmask)
+    if tl.program_id(2) == 0:
+        zero_next_w(next_w_ptr + b * w_sb, w_sr, next_nb, next_start, next_end, NBP, BN)
+
+
+@triton.jit
+def zero_next_w(w, w_sr, nb, start, end, NBP: tl.constexpr, BN: tl.constexpr):
+    """Rows [0, nb) × columns [start, end) of one matrix's W, shared by the column blocks."""
+    step = tl.num_programs(1) * BN
+    zeros = tl.zeros((NBP, BN), tl.float32)
+    for c0 in range(start + tl.program_id(1) * BN, end, step):
+        cols = c0 + tl.arange(0, BN)
+        for r0 in range(0, nb, NBP):
+            rows = r0 + tl.arange(0, NBP)
+            mask = (rows[:, None] < nb) & (cols[None, :] < end)
+            tl.store(w + rows[:, None] * w_sr + cols[None, :], zeros, mask=mask)
 
 
 @triton.jit
