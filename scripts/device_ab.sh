@@ -2,8 +2,10 @@
 # The working tree's kernel against the last commit's, on one machine: each is installed into its
 # own site, and `qrsup bench kernels/candidates/fast_geqrf.py --suite qr_v2` (contest rule)
 # alternates between them ROUNDS times, so drift between the two sides shows as spread, not as a
-# gain. Then, unless TESTS=0, the working tree's GPU tests and `qrsup test --suite qr_v2`.
-# Usage: [TESTS=0] device_ab.sh OUT [ROUNDS] (carry .whl); results come back in OUT/results.tgz.
+# gain. Then, unless TESTS=0, the working tree's GPU tests and `qrsup test --suite qr_v2`;
+# TESTS=first runs that `qrsup test` before the benches (a short call checks correctness first).
+# Usage: [TESTS=0|first] device_ab.sh OUT [ROUNDS] (carry .whl); results come back in
+# OUT/results.tgz.
 set -uo pipefail
 out=${1:?output directory}
 rounds=${2:-2}
@@ -20,13 +22,15 @@ chmod a+rx "$base_site" "$(dirname "$base_tree")"
   --no-cache-dir --target "$base_site" .) || exit 1
 echo "base: $(git -C "$base_tree" log -1 --format='%h %s')" >> "$out/env.txt"
 bench=("${qrsup[@]}" bench kernels/candidates/fast_geqrf.py --suite qr_v2)
+test_fast=("${qrsup[@]}" test kernels/candidates/fast_geqrf.py --suite qr_v2 --json "$out/test_fast.json")
+[ "${TESTS:-1}" = first ] && step test_fast 60 "${test_fast[@]}"
 for round in $(seq "$rounds"); do
   PYTHONPATH=$base_site:$site step "base_$round" 150 "${bench[@]}" --json "$out/base_$round.json"
   step "tree_$round" 150 "${bench[@]}" --json "$out/tree_$round.json"
 done
 if [ "${TESTS:-1}" != 0 ]; then
   step gpu_tests 200 python -m pytest -q -p no:cacheprovider -m gpu tests/test_fast_geqrf.py
-  step test_fast 60 "${qrsup[@]}" test kernels/candidates/fast_geqrf.py --suite qr_v2 --json "$out/test_fast.json"
+  [ "${TESTS:-1}" != first ] && step test_fast 60 "${test_fast[@]}"
 fi
 git worktree remove --force "$base_tree"
 cat "$out/env.txt" "$out/steps.txt"
