@@ -370,10 +370,15 @@ def test_an_outer_block_no_wider_than_a_block_or_ending_the_matrix_changes_nothi
 
 @pytest.mark.parametrize("two_pass", [False, True])
 def test_row_split_updates_zero_the_next_one_s_part_of_w_in_the_other_slot(two_pass: bool) -> None:
-    """At 60×1024 every row-split update but the first finds its part of W zeroed by the one
-    before (52 fills → 1); two-pass updates, which store W without a fill, end such a chain."""
+    """Under `update_w_handover`, at 60×1024 every row-split update but the first finds its part
+    of W zeroed by the one before (52 fills → 1); two-pass updates, which store W without a
+    fill, end such a chain. Without it each fills its own, in one W buffer."""
     shape = load_config(DEFAULT_CONFIGS).for_shape(60, 1024)
-    plan = make_plan(60, 1024, dataclasses.replace(shape, update_two_pass=two_pass))
+    knobs = dict(update_two_pass=two_pass)
+    plain = make_plan(60, 1024, dataclasses.replace(shape, **knobs, update_w_handover=False))
+    assert plain is not None and plain.w_slots == 1
+    assert not any(isinstance(op, UpdateOp) and (op.w_zeroed or op.w_next) for op in plain.ops)
+    plan = make_plan(60, 1024, dataclasses.replace(shape, **knobs, update_w_handover=True))
     assert plan is not None and plan.w_slots == 2
     users = [op for op in plan.ops if isinstance(op, UpdateOp) and op.passes_w]
     assert sum(op.two_pass for op in users) == (11 if two_pass else 0)

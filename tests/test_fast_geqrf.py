@@ -138,12 +138,20 @@ def test_narrow_panels_padded_for_tl_dot_still_pass(tmp_path: Path) -> None:
     [
         {"block_width": 64, "panel_width": 16, "update_split_below": 0},
         {"block_width": 32, "panel_width": 8, "update_split_below": 1056, "update_split_rows": 32},
+        {
+            "block_width": 32,
+            "panel_width": 8,
+            "update_split_below": 1056,
+            "update_split_rows": 32,
+            "update_w_handover": True,
+        },
     ],
 )
 def test_blocks_of_several_panels_and_row_split_updates_pass(
     tmp_path: Path, knobs: dict[str, object], nan_poisoned_empty: None
 ) -> None:
-    """With scratch born NaN: a row-split update zeroes only the part of W its slabs add into."""
+    """With scratch born NaN: a row-split update zeroes only the part of W its slabs add into,
+    or, handing W over, the next one's part of the other W buffer."""
     solver = _solver_with(tmp_path, **knobs)
     a = generate_input(Spec(batch=3, n=70, cond=2, case="mixed", seed=5), device=DEVICE)
     h, tau = solver(a)

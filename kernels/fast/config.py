@@ -165,6 +165,11 @@ class ShapeConfig:
     """Sum the row-split update's Vᵀ·C as (Cᵀ·V)ᵀ, so that the product's M is the column block
     BN rather than the panel's 16 or 32 reflectors: at BN ≥ 64 sm_90 runs it as a warpgroup
     MMA (update_split.py)."""
+    update_w_handover: bool
+    """Consecutive row-split updates alternate between two W buffers, and each one's Vᵀ·C
+    launch zeroes the next one's part of the other, so a chain of them needs one fill launch
+    instead of one each (52 → 1 at 60 × 1024, 192 → 1 at 2 × 4096; plan.py's _hand_over_w).
+    Off until timed on a GPU."""
 
     def matches(self, batch: int, n: int) -> bool:
         """Whether a batch × n × n input belongs to this class."""

@@ -347,7 +347,8 @@ def make_plan(batch: int, n: int, shape: ShapeConfig) -> Plan | None:
         ops = _look_ahead(ops, shape)
     if shape.column_major:
         ops = _mirrored(ops)
-    ops = _hand_over_w(ops)
+    if shape.update_w_handover:
+        ops = _hand_over_w(ops)
     parts = [op for op in ops if not isinstance(op, LookaheadOp)]
     parts += [part for op in ops if isinstance(op, LookaheadOp) for part in (op.update, op.panel)]
     panels = (PanelOp, SplitPanelOp)
