@@ -73,7 +73,7 @@ TRITON_OUTERS = [
     TRITON_OUTER,
     {**TRITON_OUTER, "update_block_n": 32, "update_warps": 8},
     {**TRITON_OUTER, "block_width": 32},
-    {**TRITON_OUTER, **{"update_stages": 1, "update_block_n": 32}},
+    {**TRITON_OUTER, **STAGES_1, "update_block_n": 32},
 ]
 # Panel elements a thread holds, so warps per panel program: fewer warps cut the cross-warp
 # reductions of each reflector step, more spread its arithmetic.
