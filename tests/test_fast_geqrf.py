@@ -158,6 +158,30 @@ def test_blocks_of_several_panels_and_row_split_updates_pass(
     _assert_passes(a, h, tau)
 
 
+@pytest.mark.parametrize(
+    ("knobs", "case"),
+    [
+        ({"lookahead": False}, "mixed"),
+        ({"lookahead": True}, "rowscale"),
+        ({"lookahead": False, "column_major": True}, "band"),
+        ({"lookahead": False, "panel_width": 8}, "clustered"),
+        ({"lookahead": False}, "rankdef"),
+    ],
+)
+def test_panels_that_join_their_block_s_t_pass(
+    tmp_path: Path, knobs: dict[str, object], case: str, nan_poisoned_empty: None
+) -> None:
+    """With T scratch born NaN, a block's T is whole from its panels' joins alone: the columns
+    above each panel's T and the zeros under it, rankdef's panels with no reflectors included."""
+    shape = dict(block_width=64, panel_width=16, update_split_below=0, panel_t_join=True)
+    solver = _solver_with(tmp_path, **(shape | knobs))
+    a = generate_input(Spec(batch=3, n=70, cond=2, case=case, seed=5), device=DEVICE)
+    plan, _ = solver._plan(-1, 3, 70)
+    assert plan is not None and not any(isinstance(op, TFactorOp) for op in plan.ops)
+    h, tau = solver(a)
+    _assert_passes(a, h, tau)
+
+
 def test_a_plan_mixing_panel_widths_passes() -> None:
     """Plans halve panels where rows × width exceeds the register budget; mix widths here."""
     shape = load_config(DEFAULT_CONFIGS).for_shape(2, 45)

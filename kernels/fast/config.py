@@ -170,6 +170,11 @@ class ShapeConfig:
     launch zeroes the next one's part of the other, so a chain of them needs one fill launch
     instead of one each (52 → 1 at 60 × 1024, 192 → 1 at 2 × 4096; plan.py's _hand_over_w).
     Off until timed on a GPU."""
+    panel_t_join: bool
+    """Each one-program panel after its block's first joins its T into the block's T as it
+    finishes (tfactor.py's join_panel_t), so the block needs no T launch: 8 of 72 launches at
+    640 × 512. Blocks with a row-split panel, or launched whole (`block_launch`), keep their
+    join; under `lookahead` a joining panel keeps a launch of its own."""
 
     def matches(self, batch: int, n: int) -> bool:
         """Whether a batch × n × n input belongs to this class."""

@@ -28,6 +28,7 @@ from .plan import (
     TFactorOp,
     UpdateOp,
     WarpOp,
+    DOT_MIN,
     dot_width,
 )
 from .scale import qr_amax_kernel
@@ -192,8 +193,18 @@ def _panel(src: torch.Tensor, plan: Plan, op: PanelOp, out: Buffers, single: boo
         BLOCK_M=op.block_m, NB=op.nb, SELF_SCALE=single,
         PAIR_REDUCE=plan.shape.panel_pair_reduce and src.is_cuda,
         UNROLL=plan.shape.panel_unroll, GATHER=plan.shape.panel_gather, num_warps=op.warps,
-        maxnreg=op.max_registers or None,
+        maxnreg=op.max_registers or None, **_join(plan, op),
     )  # fmt: skip
+
+
+def _join(plan: Plan, op: PanelOp) -> dict[str, object]:
+    """The panel kernel's arguments for joining its T into its block's (`panel_t_join`); a
+    panel that does not join gets constants that compile one variant for all of them."""
+    if not op.joins:
+        return dict(joins=0, JOIN=False, KBP=DOT_MIN, NBP=DOT_MIN, BM=DOT_MIN, T_PRECISION="ieee")
+    rows = min(plan.shape.update_block_m, op.block_m)  # the last panels hold few rows
+    tiles = dict(KBP=op.join_width, NBP=dot_width(op.nb), BM=rows)
+    return dict(joins=op.joins, JOIN=True, T_PRECISION=plan.shape.t_precision) | tiles
 
 
 def _split_panel(src: torch.Tensor, plan: Plan, op: SplitPanelOp, out: Buffers) -> None:

@@ -13,6 +13,7 @@ import triton
 import triton.language as tl
 
 from .scale import abs_or_inf, scale_for
+from .tfactor import join_panel_t
 
 
 @triton.jit
@@ -163,8 +164,15 @@ def qr_panel_kernel(
     PAIR_REDUCE: tl.constexpr,  # one two-output reduction per step instead of two sums
     UNROLL: tl.constexpr,  # the reflector steps unrolled at compile time (`panel_unroll`)
     GATHER: tl.constexpr,  # column i by a gather along the lanes (`panel_gather`)
+    joins,  # columns of its block left of it, whose T it joins its own to, when JOIN
+    JOIN: tl.constexpr,  # `panel_t_join`, for a panel after its block's first
+    KBP: tl.constexpr,  # the block's T side, when JOIN
+    NBP: tl.constexpr,  # NB padded to tl.dot's 16, when JOIN
+    BM: tl.constexpr,  # rows per step of the join's Gram, when JOIN
+    T_PRECISION: tl.constexpr,
 ):
-    """One program per matrix: factor rows [col0, n) × columns [col0, col0 + NB) in place.
+    """One program per matrix: factor rows [col0, n) × columns [col0, col0 + NB) in place, and
+    under JOIN join the panel's T into its block's (tfactor.py's join_panel_t).
 
     A later panel whose columns are all past the matrix's live ones finds them zero in H (the
     first update wrote them so): its reflectors are τ = 0 with a zero T, stored without work."""
@@ -195,4 +203,11 @@ def qr_panel_kernel(
         factor_and_store(
             p, dst_ptr + b * dst_sb, tau_ptr + b * tau_sb, t_ptr + b * t_sb, m, col0, scale,
             dst_sr, dst_sc, t_sr, BLOCK_M, NB, PAIR_REDUCE, SELF_SCALE, UNROLL, GATHER,
+        )  # fmt: skip
+    if JOIN:
+        tl.debug_barrier()  # the panel's V and T, stored by every thread, are read back
+        rows_end = tl.where(dead, col0, n)
+        join_panel_t(
+            dst_ptr + b * dst_sb, t_ptr + b * t_sb - joins * (t_sr + 1), n, col0 - joins, col0,
+            ncols, rows_end, dst_sr, dst_sc, t_sr, KBP, NBP, BM, T_PRECISION,
         )  # fmt: skip

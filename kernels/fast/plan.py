@@ -66,6 +66,11 @@ class PanelOp:
     max_registers: int = 0
     """maxnreg of its launch (0: ptxas decides): the class's cap for programs of 4 warps or
     more, where registers bound how many share an SM (smaller ones already fit 8 an SM)."""
+    joins: int = 0
+    """Columns of its block left of it, whose T it joins its own to as it finishes
+    (`panel_t_join`; 0: none, a TFactorOp or nothing joins it)."""
+    join_width: int = DOT_MIN
+    """Its block's T side as tl.dot sees it, where it joins."""
 
 
 @dataclass(frozen=True)
@@ -330,7 +335,7 @@ def make_plan(batch: int, n: int, shape: ShapeConfig) -> Plan | None:
                 gram_rows = _gram_rows(n - start, shape)
                 span = (start, width, nb, dot_width(width), warps, gram_rows)
                 inner.append(TFactorOp(*span, slot, offset))
-            ops.extend(_block_launch(inner, shape) or inner)
+            ops.extend(_block_launch(inner, shape) or _joined_in_panels(inner, shape) or inner)
             stop = outer_end if nested else n
             if end < stop:
                 ops.append(_update(batch, start, width, offset, end, stop, shape, slot, library))
@@ -387,13 +392,32 @@ def _block_launch(ops: list[Op], shape: ShapeConfig) -> list[Op]:
     return [BlockOp(*span, join.t_slot, join.t_offset)]
 
 
+def _joined_in_panels(ops: list[Op], shape: ShapeConfig) -> list[Op]:
+    """A block's launches with its T joined by its panels, each after the first joining its own
+    to those left of it, and no T launch, under `panel_t_join` and where each panel is one
+    program's; else none (the T launch stays)."""
+    joins = [op for op in ops if isinstance(op, TFactorOp)]
+    if not shape.panel_t_join or not joins or any(isinstance(op, SplitPanelOp) for op in ops):
+        return []
+    start, width = joins[0].col, joins[0].dot_width
+    return [
+        dataclasses.replace(op, joins=op.col - start, join_width=width)
+        if isinstance(op, PanelOp)
+        else op
+        for op in ops
+        if not isinstance(op, TFactorOp)
+    ]
+
+
 def _look_ahead(ops: list[Op], shape: ShapeConfig) -> list[Op]:
-    """Each fused update merged with the panel that starts at its first column."""
+    """Each fused update merged with the panel that starts at its first column, unless that
+    panel joins its block's T (the merged launch's panel program does not)."""
     merged: list[Op] = []
     for op in ops:
         before = merged[-1] if merged else None
         if (
             isinstance(op, PanelOp)
+            and not op.joins
             and isinstance(before, UpdateOp)
             and not before.passes_w
             and not before.library

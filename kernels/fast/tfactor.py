@@ -117,3 +117,48 @@ def qr_tfactor_kernel(
         h_ptr + b * h_sb, t_ptr + b * t_sb, n, col0, width, nb, h_sr, h_sc, t_sr, g_ptr + b * g_sb,
         slabs, KBP, BM, PRECISION, FROM_PARTS,
     )  # fmt: skip
+
+
+@triton.jit
+def join_panel_t(
+    h,  # one matrix of H, holding the block's V up to and including the panel's
+    t_block,  # the block's T (KBP × KBP at row stride t_sr): joined up to the panel, whose own
+    # T sits at (s, s)
+    n,
+    block_col,  # the block's first column
+    col0,  # the panel's first column: s = col0 − block_col columns of the block lie left of it
+    nb,
+    rows_end,  # the Gram sums rows [col0, rows_end): n, or col0 for a panel with no reflectors
+    h_sr,
+    h_sc,
+    t_sr,
+    KBP: tl.constexpr,
+    NBP: tl.constexpr,
+    BM: tl.constexpr,
+    PRECISION: tl.constexpr,
+):
+    """The panel's step of join_t, made by the panel's program (`panel_t_join`):
+        T[:s, s:s+nb] = −T[:s, :s]·(V[:, :s]ᵀ·V_p)·T_p,
+    and zeros under it, where the update that reads the block's T whole expects them. V_p is
+    zero above row col0, so the Gram needs only rows from col0, where V[:, :s] is all below its
+    unit triangle. The caller puts a barrier between its stores of V_p and T_p and this."""
+    s = col0 - block_col
+    k = tl.arange(0, KBP)
+    j = tl.arange(0, NBP)
+    g = tl.zeros((KBP, NBP), tl.float32)
+    for r0 in range(col0, rows_end, BM):
+        rows = r0 + tl.arange(0, BM)
+        at = h + rows[:, None] * h_sr + (block_col + k)[None, :] * h_sc
+        left = tl.load(at, mask=(rows[:, None] < n) & (k[None, :] < s), other=0.0)  # BM × KBP
+        v = load_v(h, rows, j, n, col0, nb, h_sr, h_sc, "")  # BM × NBP
+        g += product(tl.trans(left), v, PRECISION)
+    earlier = (k[:, None] < s) & (k[None, :] < s)
+    tt = tl.load(t_block + k[:, None] * t_sr + k[None, :], mask=earlier, other=0.0)
+    own = (j[:, None] < nb) & (j[None, :] < nb)
+    t_p = tl.load(t_block + (s + j)[:, None] * t_sr + (s + j)[None, :], mask=own, other=0.0)
+    column = -product(product(tt, g, PRECISION), t_p, PRECISION)  # KBP × NBP
+    right = (k[:, None] < s) & (j[None, :] < nb)
+    tl.store(t_block + k[:, None] * t_sr + (s + j)[None, :], column, mask=right)
+    under = (j[:, None] < nb) & (k[None, :] < s)
+    tl.store(t_block + (s + j)[:, None] * t_sr + k[None, :], tl.zeros((NBP, KBP), tl.float32),
+             mask=under)  # fmt: skip
