@@ -17,6 +17,7 @@ from .lookahead import qr_lookahead_kernel
 from .panel import qr_panel_kernel
 from .panel_split import qr_slab_join_kernel, qr_slab_kernel, qr_slab_rebuild_kernel
 from .plan import (
+    DOT_MIN,
     BlockOp,
     FusedOp,
     LookaheadOp,
@@ -28,7 +29,6 @@ from .plan import (
     TFactorOp,
     UpdateOp,
     WarpOp,
-    DOT_MIN,
     dot_width,
 )
 from .scale import qr_amax_kernel
