@@ -166,20 +166,38 @@ def test_blocks_of_several_panels_and_row_split_updates_pass(
         ({"lookahead": False, "column_major": True}, "band"),
         ({"lookahead": False, "panel_width": 8}, "clustered"),
         ({"lookahead": False}, "rankdef"),
+        ({"lookahead": False, "panel_left_looking": True}, "mixed"),
+        ({"lookahead": True, "panel_left_looking": True}, "rowscale"),
+        ({"lookahead": False, "panel_left_looking": True, "column_major": True}, "band"),
+        ({"lookahead": False, "panel_left_looking": True, "panel_width": 8}, "clustered"),
+        ({"lookahead": False, "panel_left_looking": True}, "rankdef"),
     ],
 )
 def test_panels_that_join_their_block_s_t_pass(
     tmp_path: Path, knobs: dict[str, object], case: str, nan_poisoned_empty: None
 ) -> None:
     """With T scratch born NaN, a block's T is whole from its panels' joins alone: the columns
-    above each panel's T and the zeros under it, rankdef's panels with no reflectors included."""
+    above each panel's T and the zeros under it, rankdef's panels with no reflectors included.
+    Left-looking, each panel's columns get the block's earlier reflectors from its own program
+    (the first block's from A), and only the trailing update is left of the updates."""
     shape = dict(block_width=64, panel_width=16, update_split_below=0, panel_t_join=True)
     solver = _solver_with(tmp_path, **(shape | knobs))
     a = generate_input(Spec(batch=3, n=70, cond=2, case=case, seed=5), device=DEVICE)
     plan, _ = solver._plan(-1, 3, 70)
     assert plan is not None and not any(isinstance(op, TFactorOp) for op in plan.ops)
+    updates = [op for op in plan.ops if isinstance(op, UpdateOp | LookaheadOp)]
+    inner = 0 if knobs.get("panel_left_looking") else 64 // plan.ops[0].nb - 1
+    assert len(updates) == 1 + inner
     h, tau = solver(a)
     _assert_passes(a, h, tau)
+
+
+@pytest.mark.parametrize("magnitude", [2.0**-100, 2.0**100])
+def test_left_looking_panels_rescale_exactly(tmp_path: Path, magnitude: float) -> None:
+    """The first block's left-looking panels read A at its working scale and store the rows
+    that become final R back at A's."""
+    knobs = dict(block_width=64, panel_width=16, lookahead=False, panel_left_looking=True)
+    _assert_rescales_exactly(_solver_with(tmp_path, **knobs), magnitude, n=70)
 
 
 def test_a_plan_mixing_panel_widths_passes() -> None:

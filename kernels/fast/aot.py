@@ -49,6 +49,7 @@ COLUMN_MAJOR = {"column_major": True}  # H by columns: every kernel sees unit ro
 W_BY_COLUMNS = {"update_w_by_columns": True}  # the row-split Vᵀ·C summed as (Cᵀ·V)ᵀ
 APPLY_AHEAD = {"update_apply_ahead": True, "inner_update_apply_ahead": True}  # C's second walk
 PANEL_JOIN = {"panel_t_join": True}  # panels join their T into their block's: no T launch
+PANEL_LEFT = {"panel_left_looking": True}  # and apply the block's earlier reflectors first
 # maxnreg on the launches: every kind of register cap at once
 CAPS = {"panel_max_registers": 96, "inner_update_max_registers": 128, "update_max_registers": 168}
 # The reflector steps unrolled: only for the two smallest classes, the others' unrolled panels
@@ -179,7 +180,7 @@ def plans_to_compile(config: Config) -> list[Plan]:
         shipped = config.for_shape(batch, n)
         variants = ((FUSED, WARP) if i == 0 else (SPLIT_PANELS,)) + ((UNROLL,) if i < 2 else ())
         every = (LOOKAHEAD, L2_HINTS, BLOCK, TWO_PASS, COLUMN_MAJOR, CAPS, W_BY_COLUMNS, GATHER)
-        every += (APPLY_AHEAD, {**APPLY_AHEAD, **CAPS}, PANEL_JOIN)
+        every += (APPLY_AHEAD, {**APPLY_AHEAD, **CAPS}, PANEL_JOIN, PANEL_LEFT)
         for changes in ({}, *every, *variants):
             plan = make_plan(batch, n, dataclasses.replace(shipped, **changes))
             if plan is not None:

@@ -175,6 +175,10 @@ class ShapeConfig:
     finishes (tfactor.py's join_panel_t), so the block needs no T launch: 8 of 72 launches at
     640 × 512. Blocks with a row-split panel, or launched whole (`block_launch`), keep their
     join; under `lookahead` a joining panel keeps a launch of its own."""
+    panel_left_looking: bool
+    """Each one-program panel after its block's first applies the block's reflectors left of it
+    to its own columns before factoring them, and joins its T as under `panel_t_join`: the
+    block is factored left-looking, with no inner update launches (24 of 72 at 640 × 512)."""
 
     def matches(self, batch: int, n: int) -> bool:
         """Whether a batch × n × n input belongs to this class."""

@@ -128,7 +128,7 @@ def prescale(a: torch.Tensor, plan: Plan, out: Buffers) -> None:
 def run_op(a: torch.Tensor, plan: Plan, op: Op, out: Buffers) -> None:
     """One step of a blocked plan (after the prescale): what a per-step profile times."""
     if isinstance(op, PanelOp):
-        _panel(_panel_source(a, plan, op, out), plan, op, out, len(plan.ops) == 1)
+        _panel(a, _panel_source(a, plan, op, out), plan, op, out, len(plan.ops) == 1)
     elif isinstance(op, SplitPanelOp):
         _split_panel(a if op.col == 0 else out.h, plan, op, out)
     elif isinstance(op, UpdateOp):
@@ -184,7 +184,9 @@ def _panel_source(a: torch.Tensor, plan: Plan, op: PanelOp, out: Buffers) -> tor
     return out.rows
 
 
-def _panel(src: torch.Tensor, plan: Plan, op: PanelOp, out: Buffers, single: bool) -> None:
+def _panel(
+    a: torch.Tensor, src: torch.Tensor, plan: Plan, op: PanelOp, out: Buffers, single: bool
+) -> None:
     t = _t_at(plan, out, op.t_slot, op.t_offset)
     launch(
         qr_panel_kernel, (plan.batch,),
@@ -193,18 +195,29 @@ def _panel(src: torch.Tensor, plan: Plan, op: PanelOp, out: Buffers, single: boo
         BLOCK_M=op.block_m, NB=op.nb, SELF_SCALE=single,
         PAIR_REDUCE=plan.shape.panel_pair_reduce and src.is_cuda,
         UNROLL=plan.shape.panel_unroll, GATHER=plan.shape.panel_gather, num_warps=op.warps,
-        maxnreg=op.max_registers or None, **_join(plan, op),
+        maxnreg=op.max_registers or None, **_block_work(a, plan, op, out),
     )  # fmt: skip
 
 
-def _join(plan: Plan, op: PanelOp) -> dict[str, object]:
-    """The panel kernel's arguments for joining its T into its block's (`panel_t_join`); a
-    panel that does not join gets constants that compile one variant for all of them."""
+def _block_work(a: torch.Tensor, plan: Plan, op: PanelOp, out: Buffers) -> dict[str, object]:
+    """The panel kernel's arguments for the work of its block it does: joining its T into the
+    block's (`panel_t_join`) and, before that, applying the block's earlier reflectors to its
+    columns (`panel_left_looking`). A panel that does neither gets constants that compile one
+    variant for all of them."""
+    shape = plan.shape
+    c_src = a if op.col == op.joins else out.h  # the block's columns are still in A, or in H
+    left = dict(c_src_ptr=c_src, c_src_sb=c_src.stride(0), c_src_sr=c_src.stride(1))
+    left |= dict(c_src_sc=c_src.stride(2), LEFT=op.left_looking)
+    left |= dict(MIRROR=op.left_looking and shape.column_major)
     if not op.joins:
-        return dict(joins=0, JOIN=False, KBP=DOT_MIN, NBP=DOT_MIN, BM=DOT_MIN, T_PRECISION="ieee")
-    rows = min(plan.shape.update_block_m, op.block_m)  # the last panels hold few rows
-    tiles = dict(KBP=op.join_width, NBP=dot_width(op.nb), BM=rows)
-    return dict(joins=op.joins, JOIN=True, T_PRECISION=plan.shape.t_precision) | tiles
+        tiles = dict(KBP=DOT_MIN, NBP=DOT_MIN, BM=DOT_MIN, T_PRECISION="ieee")
+        precisions = dict(PRECISION="ieee", APPLY_PRECISION="ieee")
+        return dict(joins=0, JOIN=False) | left | tiles | precisions
+    rows = min(shape.inner_update_block_m, op.block_m)  # the last panels hold few rows
+    tiles = dict(KBP=op.join_width, NBP=dot_width(op.nb), BM=rows, T_PRECISION=shape.t_precision)
+    precisions = dict(PRECISION=shape.update_precision)
+    precisions |= dict(APPLY_PRECISION=shape.update_apply_precision)
+    return dict(joins=op.joins, JOIN=True) | left | tiles | precisions
 
 
 def _split_panel(src: torch.Tensor, plan: Plan, op: SplitPanelOp, out: Buffers) -> None:

@@ -71,6 +71,9 @@ class PanelOp:
     (`panel_t_join`; 0: none, a TFactorOp or nothing joins it)."""
     join_width: int = DOT_MIN
     """Its block's T side as tl.dot sees it, where it joins."""
+    left_looking: bool = False
+    """It applies its block's reflectors left of it to its own columns first
+    (`panel_left_looking`), in place of the block's inner update launches."""
 
 
 @dataclass(frozen=True)
@@ -394,19 +397,27 @@ def _block_launch(ops: list[Op], shape: ShapeConfig) -> list[Op]:
 
 def _joined_in_panels(ops: list[Op], shape: ShapeConfig) -> list[Op]:
     """A block's launches with its T joined by its panels, each after the first joining its own
-    to those left of it, and no T launch, under `panel_t_join` and where each panel is one
-    program's; else none (the T launch stays)."""
+    to those left of it, and no T launch, under `panel_t_join` or `panel_left_looking` and where
+    each panel is one program's; else none (the T launch stays). Left-looking, each panel after
+    the first also applies the reflectors left of it to its columns, and the block's inner
+    updates go: each of its panels then finds its columns updated by its own program."""
     joins = [op for op in ops if isinstance(op, TFactorOp)]
-    if not shape.panel_t_join or not joins or any(isinstance(op, SplitPanelOp) for op in ops):
+    left = shape.panel_left_looking
+    if not (shape.panel_t_join or left) or not joins:
+        return []
+    if any(isinstance(op, SplitPanelOp) for op in ops):
         return []
     start, width = joins[0].col, joins[0].dot_width
-    return [
-        dataclasses.replace(op, joins=op.col - start, join_width=width)
-        if isinstance(op, PanelOp)
-        else op
-        for op in ops
-        if not isinstance(op, TFactorOp)
-    ]
+    kept: list[Op] = []
+    for op in ops:
+        if isinstance(op, PanelOp) and op.col > start:
+            # Left-looking, it stores its columns into the panels' copy itself (column-major H).
+            mirrored = op.mirrored or (left and shape.column_major)
+            changes = dict(joins=op.col - start, join_width=width, left_looking=left)
+            kept.append(dataclasses.replace(op, mirrored=mirrored, **changes))
+        elif not isinstance(op, TFactorOp) and not (left and isinstance(op, UpdateOp)):
+            kept.append(op)
+    return kept
 
 
 def _look_ahead(ops: list[Op], shape: ShapeConfig) -> list[Op]:
