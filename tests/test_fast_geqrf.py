@@ -34,7 +34,14 @@ from qrsup.kernels.fast.direct_launch import (
     _Locator,
     direct_plan,
 )
-from qrsup.kernels.fast.driver import Buffers, l2_hints, mirror_kwargs, prescale, run_plan
+from qrsup.kernels.fast.driver import (
+    Buffers,
+    block_work_kwargs,
+    l2_hints,
+    mirror_kwargs,
+    prescale,
+    run_plan,
+)
 from qrsup.kernels.fast.geqrf import FastGeqrf, NonFiniteInputError, geqrf
 from qrsup.kernels.fast.interpret import patch_scalar_index
 from qrsup.kernels.fast.launch_record import CopyRecord, LaunchRecord, ZeroRecord, recording
@@ -375,7 +382,11 @@ def test_register_caps_reach_the_launches_they_hold(
     rest are left to ptxas (maxnreg None)."""
 
     def seen() -> set[tuple[object, object, object]]:
-        found = {(kw.get("BLOCK_M"), kw.get("NBP"), kw.get("maxnreg")) for _, kw in launches}
+        # A panel's NBP is its T join's (panel_t_join), not an update's.
+        found = {
+            (kw.get("BLOCK_M"), None if "BLOCK_M" in kw else kw.get("NBP"), kw.get("maxnreg"))
+            for _, kw in launches
+        }
         launches.clear()
         return found
 
@@ -432,7 +443,7 @@ def test_panel_kernel_matches_the_reference_panel_and_its_t(unroll: bool, gather
     qr_panel_kernel[(batch,)](
         h, h, tau, t, amax, live, n, col, *h.stride(), *h.stride(), n, nb * nb, nb,
         BLOCK_M=32, NB=nb, SELF_SCALE=False, PAIR_REDUCE=torch.cuda.is_available(),
-        UNROLL=unroll, GATHER=gather,
+        UNROLL=unroll, GATHER=gather, **block_work_kwargs(h),
     )  # fmt: skip
     ref_panel, ref_tau = blocked_wy.factor_panel(a[:, col:, col : col + nb])
     _, ref_t = blocked_wy.build_t(blocked_wy.unit_lower(ref_panel), ref_tau)
