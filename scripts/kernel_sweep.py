@@ -88,17 +88,6 @@ CAPPED_ONE_STAGE = {**STAGES_1, "update_max_registers": 168, "inner_update_max_r
 W_BY_COLUMNS = {"update_w_by_columns": True}
 # Row-split updates zero the next one's part of W in a second buffer: one fill launch a chain.
 W_HANDOVER = {"update_w_handover": True}
-# Each panel after its block's first joins its T into the block's: no T launch a block.
-PANEL_JOIN = {"panel_t_join": True}
-# And left-looking inside a block: each panel applies the block's earlier reflectors to its own
-# columns first, so no inner update launches. On sm_90 that panel takes 250–255 registers and
-# 56–104 KB of shared memory (2 an SM): BM = 32 halves the shared memory, a cap the registers.
-PANEL_LEFT = {"panel_left_looking": True}
-PANEL_LEFTS = [
-    PANEL_LEFT,
-    {**PANEL_LEFT, "inner_update_block_m": 32},
-    {**PANEL_LEFT, "inner_update_block_m": 32, "panel_max_registers": 168},
-]
 # The fused update's second walk loads C steps ahead, as it loads V: trailing, inner, or both.
 AHEAD = {"update_apply_ahead": True}
 INNER_AHEAD = {"inner_update_apply_ahead": True}
@@ -143,9 +132,6 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
     ],
     "medium": [
         GATHER,
-        PANEL_JOIN,
-        {**PANEL_JOIN, "t_precision": "ieee"},
-        *PANEL_LEFTS,
         DISPATCH,
         AHEAD,
         INNER_AHEAD,
@@ -218,9 +204,6 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         {**AHEAD, "update_stages": 3},
         W_BY_COLUMNS,
         W_HANDOVER,
-        PANEL_JOIN,
-        {**PANEL_JOIN, **W_HANDOVER},
-        *PANEL_LEFTS[:2],
         # At BN = 32 the product's M is below the warpgroup MMA's 64: only BN = 64 gets it.
         {**W_BY_COLUMNS, "inner_update_block_n": 64},
         # Eager launches, the point before graph replay: ~200 launches and panel copies a call
@@ -269,8 +252,6 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         GATHER,
         W_BY_COLUMNS,
         W_HANDOVER,
-        PANEL_JOIN,
-        PANEL_LEFT,
         UNROLL,
         COLUMN_MAJOR,
         {**COLUMN_MAJOR, "update_library": "triton"},

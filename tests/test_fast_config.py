@@ -396,48 +396,6 @@ def test_row_split_updates_zero_the_next_one_s_part_of_w_in_the_other_slot(two_p
     assert fills == chains == (12 if two_pass else 1)
 
 
-def test_panels_that_join_their_block_s_t_leave_no_t_launch() -> None:
-    """Under `panel_t_join` at 640×512 each block's panels after the first join their T (the
-    columns left of them counted from the block's start) and the 8 T launches go, 72 → 64."""
-    shape = load_config(DEFAULT_CONFIGS).for_shape(640, 512)
-    plain = make_plan(640, 512, dataclasses.replace(shape, panel_t_join=False))
-    plan = make_plan(640, 512, dataclasses.replace(shape, panel_t_join=True))
-    assert plain is not None and plan is not None
-    assert sum(isinstance(op, TFactorOp) for op in plain.ops) == 8
-    assert not any(isinstance(op, TFactorOp) for op in plan.ops)
-    assert len(plain.ops) - len(plan.ops) == 8
-    panels = [op for op in plan.ops if isinstance(op, PanelOp)]
-    assert [op.joins for op in panels] == [0, 16, 32, 48] * 8
-    assert {op.join_width for op in panels if op.joins} == {64}
-    assert plan.t_width == plain.t_width
-
-
-def test_under_look_ahead_a_panel_that_joins_keeps_its_own_launch() -> None:
-    """The look-ahead launch's panel program does not join: only the blocks' first panels,
-    which have nothing to join, are merged with the update before them."""
-    shape = load_config(DEFAULT_CONFIGS).for_shape(640, 512)
-    plan = make_plan(640, 512, dataclasses.replace(shape, lookahead=True, panel_t_join=True))
-    assert plan is not None
-    merged = [op.panel for op in plan.ops if isinstance(op, LookaheadOp)]
-    alone = [op for op in plan.ops if isinstance(op, PanelOp)]
-    assert merged and all(panel.joins == 0 and panel.col % 64 == 0 for panel in merged)
-    assert all(panel.joins > 0 for panel in alone if panel.col)
-    assert not any(isinstance(op, TFactorOp) for op in plan.ops)
-
-
-def test_a_block_with_a_row_split_panel_keeps_its_t_launch() -> None:
-    """At 2×4096 the blocks whose panels split rows keep their T launch; the last ones, whose
-    panels fit one program, join in their panels."""
-    shape = dataclasses.replace(load_config(DEFAULT_CONFIGS).for_shape(2, 4096), panel_t_join=True)
-    plan = make_plan(2, 4096, shape)
-    assert plan is not None
-    joined = {op.col for op in plan.ops if isinstance(op, TFactorOp)}
-    split = {op.col - op.col % 64 for op in plan.ops if isinstance(op, SplitPanelOp)}
-    assert joined == split and joined
-    joining = [op for op in plan.ops if isinstance(op, PanelOp) and op.joins]
-    assert joining and all(op.col - op.joins not in split for op in joining)
-
-
 def test_a_triton_outer_update_reads_another_t_slot_than_the_panel_merged_with_it() -> None:
     """Under look-ahead the outer update runs in one launch with the next outer block's first
     panel, which writes its T while the update programs still read the outer block's: outer

@@ -34,14 +34,7 @@ from qrsup.kernels.fast.direct_launch import (
     _Locator,
     direct_plan,
 )
-from qrsup.kernels.fast.driver import (
-    Buffers,
-    block_work_kwargs,
-    l2_hints,
-    mirror_kwargs,
-    prescale,
-    run_plan,
-)
+from qrsup.kernels.fast.driver import Buffers, l2_hints, mirror_kwargs, prescale, run_plan
 from qrsup.kernels.fast.geqrf import FastGeqrf, NonFiniteInputError, geqrf
 from qrsup.kernels.fast.interpret import patch_scalar_index
 from qrsup.kernels.fast.launch_record import CopyRecord, LaunchRecord, ZeroRecord, recording
@@ -163,48 +156,6 @@ def test_blocks_of_several_panels_and_row_split_updates_pass(
     a = generate_input(Spec(batch=3, n=70, cond=2, case="mixed", seed=5), device=DEVICE)
     h, tau = solver(a)
     _assert_passes(a, h, tau)
-
-
-@pytest.mark.parametrize(
-    ("knobs", "case"),
-    [
-        ({"lookahead": False}, "mixed"),
-        ({"lookahead": True}, "rowscale"),
-        ({"lookahead": False, "column_major": True}, "band"),
-        ({"lookahead": False, "panel_width": 8}, "clustered"),
-        ({"lookahead": False}, "rankdef"),
-        ({"lookahead": False, "panel_left_looking": True}, "mixed"),
-        ({"lookahead": True, "panel_left_looking": True}, "rowscale"),
-        ({"lookahead": False, "panel_left_looking": True, "column_major": True}, "band"),
-        ({"lookahead": False, "panel_left_looking": True, "panel_width": 8}, "clustered"),
-        ({"lookahead": False, "panel_left_looking": True}, "rankdef"),
-    ],
-)
-def test_panels_that_join_their_block_s_t_pass(
-    tmp_path: Path, knobs: dict[str, object], case: str, nan_poisoned_empty: None
-) -> None:
-    """With T scratch born NaN, a block's T is whole from its panels' joins alone: the columns
-    above each panel's T and the zeros under it, rankdef's panels with no reflectors included.
-    Left-looking, each panel's columns get the block's earlier reflectors from its own program
-    (the first block's from A), and only the trailing update is left of the updates."""
-    shape = dict(block_width=64, panel_width=16, update_split_below=0, panel_t_join=True)
-    solver = _solver_with(tmp_path, **(shape | knobs))
-    a = generate_input(Spec(batch=3, n=70, cond=2, case=case, seed=5), device=DEVICE)
-    plan, _ = solver._plan(-1, 3, 70)
-    assert plan is not None and not any(isinstance(op, TFactorOp) for op in plan.ops)
-    updates = [op for op in plan.ops if isinstance(op, UpdateOp | LookaheadOp)]
-    inner = 0 if knobs.get("panel_left_looking") else 64 // plan.ops[0].nb - 1
-    assert len(updates) == 1 + inner
-    h, tau = solver(a)
-    _assert_passes(a, h, tau)
-
-
-@pytest.mark.parametrize("magnitude", [2.0**-100, 2.0**100])
-def test_left_looking_panels_rescale_exactly(tmp_path: Path, magnitude: float) -> None:
-    """The first block's left-looking panels read A at its working scale and store the rows
-    that become final R back at A's."""
-    knobs = dict(block_width=64, panel_width=16, lookahead=False, panel_left_looking=True)
-    _assert_rescales_exactly(_solver_with(tmp_path, **knobs), magnitude, n=70)
 
 
 def test_a_plan_mixing_panel_widths_passes() -> None:
@@ -382,11 +333,7 @@ def test_register_caps_reach_the_launches_they_hold(
     rest are left to ptxas (maxnreg None)."""
 
     def seen() -> set[tuple[object, object, object]]:
-        # A panel's NBP is its T join's (panel_t_join), not an update's.
-        found = {
-            (kw.get("BLOCK_M"), None if "BLOCK_M" in kw else kw.get("NBP"), kw.get("maxnreg"))
-            for _, kw in launches
-        }
+        found = {(kw.get("BLOCK_M"), kw.get("NBP"), kw.get("maxnreg")) for _, kw in launches}
         launches.clear()
         return found
 
@@ -443,7 +390,7 @@ def test_panel_kernel_matches_the_reference_panel_and_its_t(unroll: bool, gather
     qr_panel_kernel[(batch,)](
         h, h, tau, t, amax, live, n, col, *h.stride(), *h.stride(), n, nb * nb, nb,
         BLOCK_M=32, NB=nb, SELF_SCALE=False, PAIR_REDUCE=torch.cuda.is_available(),
-        UNROLL=unroll, GATHER=gather, **block_work_kwargs(h),
+        UNROLL=unroll, GATHER=gather,
     )  # fmt: skip
     ref_panel, ref_tau = blocked_wy.factor_panel(a[:, col:, col : col + nb])
     _, ref_t = blocked_wy.build_t(blocked_wy.unit_lower(ref_panel), ref_tau)

@@ -48,8 +48,6 @@ TWO_PASS = {"update_two_pass": True, "inner_update_two_pass": True}  # W, then V
 COLUMN_MAJOR = {"column_major": True}  # H by columns: every kernel sees unit row strides
 W_BY_COLUMNS = {"update_w_by_columns": True}  # the row-split Vᵀ·C summed as (Cᵀ·V)ᵀ
 APPLY_AHEAD = {"update_apply_ahead": True, "inner_update_apply_ahead": True}  # C's second walk
-PANEL_JOIN = {"panel_t_join": True}  # panels join their T into their block's: no T launch
-PANEL_LEFT = {"panel_left_looking": True}  # and apply the block's earlier reflectors first
 # maxnreg on the launches: every kind of register cap at once
 CAPS = {"panel_max_registers": 96, "inner_update_max_registers": 128, "update_max_registers": 168}
 # The reflector steps unrolled: only for the two smallest classes, the others' unrolled panels
@@ -180,7 +178,7 @@ def plans_to_compile(config: Config) -> list[Plan]:
         shipped = config.for_shape(batch, n)
         variants = ((FUSED, WARP) if i == 0 else (SPLIT_PANELS,)) + ((UNROLL,) if i < 2 else ())
         every = (LOOKAHEAD, L2_HINTS, BLOCK, TWO_PASS, COLUMN_MAJOR, CAPS, W_BY_COLUMNS, GATHER)
-        every += (APPLY_AHEAD, {**APPLY_AHEAD, **CAPS}, PANEL_JOIN, PANEL_LEFT)
+        every += (APPLY_AHEAD, {**APPLY_AHEAD, **CAPS})
         for changes in ({}, *every, *variants):
             plan = make_plan(batch, n, dataclasses.replace(shipped, **changes))
             if plan is not None:
@@ -189,9 +187,9 @@ def plans_to_compile(config: Config) -> list[Plan]:
 
 
 def representative_launches(plans: list[Plan]) -> Iterator[Launch]:
-    """Each kernel's first launch in each plan (its widest row tile) per set of its flags (a
-    panel that joins its block's T comes after one that does not), once per distinct binary:
-    compiling every panel offset's row tile would take minutes and add little."""
+    """Each kernel's first launch in each plan (its widest row tile) per set of its flags (an
+    update that mirrors the next panel's columns may come after one that does not), once per
+    distinct binary: compiling every panel offset's row tile would take minutes and add little."""
     seen: set[tuple[str, str]] = set()
     for plan in plans:
         firsts: dict[tuple[str, str], Launch] = {}

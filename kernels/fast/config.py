@@ -169,16 +169,7 @@ class ShapeConfig:
     """Consecutive row-split updates alternate between two W buffers, and each one's Vᵀ·C
     launch zeroes the next one's part of the other, so a chain of them needs one fill launch
     instead of one each (52 → 1 at 60 × 1024, 192 → 1 at 2 × 4096; plan.py's _hand_over_w).
-    Off until timed on a GPU."""
-    panel_t_join: bool
-    """Each one-program panel after its block's first joins its T into the block's T as it
-    finishes (tfactor.py's join_panel_t), so the block needs no T launch: 8 of 72 launches at
-    640 × 512. Blocks with a row-split panel, or launched whole (`block_launch`), keep their
-    join; under `lookahead` a joining panel keeps a launch of its own."""
-    panel_left_looking: bool
-    """Each one-program panel after its block's first applies the block's reflectors left of it
-    to its own columns before factoring them, and joins its T as under `panel_t_join`: the
-    block is factored left-looking, with no inner update launches (24 of 72 at 640 × 512)."""
+    On an H100: 60 × 1024 5.208 → 5.162 ms, 8 × 2048 10.059 → 9.902 (docs/benchmarks.md)."""
 
     def matches(self, batch: int, n: int) -> bool:
         """Whether a batch × n × n input belongs to this class."""

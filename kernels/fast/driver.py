@@ -10,7 +10,6 @@ import torch
 import triton
 
 from .block import qr_block_kernel
-from .config import ShapeConfig
 from .fused import qr_fused_kernel
 from .launch_record import copy, launch, zero
 from .library_update import library_join, library_update, scale_of
@@ -18,7 +17,6 @@ from .lookahead import qr_lookahead_kernel
 from .panel import qr_panel_kernel
 from .panel_split import qr_slab_join_kernel, qr_slab_kernel, qr_slab_rebuild_kernel
 from .plan import (
-    DOT_MIN,
     BlockOp,
     FusedOp,
     LookaheadOp,
@@ -129,7 +127,7 @@ def prescale(a: torch.Tensor, plan: Plan, out: Buffers) -> None:
 def run_op(a: torch.Tensor, plan: Plan, op: Op, out: Buffers) -> None:
     """One step of a blocked plan (after the prescale): what a per-step profile times."""
     if isinstance(op, PanelOp):
-        _panel(a, _panel_source(a, plan, op, out), plan, op, out, len(plan.ops) == 1)
+        _panel(_panel_source(a, plan, op, out), plan, op, out, len(plan.ops) == 1)
     elif isinstance(op, SplitPanelOp):
         _split_panel(a if op.col == 0 else out.h, plan, op, out)
     elif isinstance(op, UpdateOp):
@@ -185,11 +183,8 @@ def _panel_source(a: torch.Tensor, plan: Plan, op: PanelOp, out: Buffers) -> tor
     return out.rows
 
 
-def _panel(
-    a: torch.Tensor, src: torch.Tensor, plan: Plan, op: PanelOp, out: Buffers, single: bool
-) -> None:
+def _panel(src: torch.Tensor, plan: Plan, op: PanelOp, out: Buffers, single: bool) -> None:
     t = _t_at(plan, out, op.t_slot, op.t_offset)
-    c_src = a if op.col == op.joins else out.h  # the block's columns are still in A, or in H
     launch(
         qr_panel_kernel, (plan.batch,),
         src, out.h, out.tau, t, out.amax, out.live, plan.n, op.col,
@@ -197,31 +192,8 @@ def _panel(
         BLOCK_M=op.block_m, NB=op.nb, SELF_SCALE=single,
         PAIR_REDUCE=plan.shape.panel_pair_reduce and src.is_cuda,
         UNROLL=plan.shape.panel_unroll, GATHER=plan.shape.panel_gather, num_warps=op.warps,
-        maxnreg=op.max_registers or None, **block_work_kwargs(c_src, op, plan.shape),
+        maxnreg=op.max_registers or None,
     )  # fmt: skip
-
-
-def block_work_kwargs(
-    c_src: torch.Tensor, op: PanelOp | None = None, shape: ShapeConfig | None = None
-) -> dict[str, object]:
-    """The panel kernel's arguments for the work of its block it does: joining its T into the
-    block's (`panel_t_join`) and, before that, applying the block's earlier reflectors to its
-    columns, read from `c_src` (`panel_left_looking`). Without `op`, or for a panel that does
-    neither, constants that compile one variant for all such panels (`c_src` is then unread)."""
-    left = op is not None and op.left_looking
-    where = dict(c_src_ptr=c_src, c_src_sb=c_src.stride(0), c_src_sr=c_src.stride(1))
-    where |= dict(c_src_sc=c_src.stride(2), LEFT=left)
-    if op is None or shape is None or not op.joins:
-        tiles = dict(KBP=DOT_MIN, NBP=DOT_MIN, BM=DOT_MIN, T_PRECISION="ieee")
-        precisions = dict(PRECISION="ieee", APPLY_PRECISION="ieee")
-        return dict(joins=0, JOIN=False, MIRROR=False) | where | tiles | precisions
-    rows = min(shape.inner_update_block_m, op.block_m)  # the last panels hold few rows
-    tiles = dict(KBP=op.join_width, NBP=dot_width(op.nb), BM=rows, T_PRECISION=shape.t_precision)
-    precisions = dict(PRECISION=shape.update_precision)
-    precisions |= dict(APPLY_PRECISION=shape.update_apply_precision)
-    # Left-looking, the panel stores its updated columns into the panels' copy it then reads.
-    join = dict(joins=op.joins, JOIN=True, MIRROR=left and shape.column_major)
-    return join | where | tiles | precisions
 
 
 def _split_panel(src: torch.Tensor, plan: Plan, op: SplitPanelOp, out: Buffers) -> None:

@@ -13,8 +13,6 @@ import triton
 import triton.language as tl
 
 from .scale import abs_or_inf, scale_for
-from .tfactor import join_panel_t
-from .update import update_columns
 
 
 @triton.jit
@@ -165,25 +163,8 @@ def qr_panel_kernel(
     PAIR_REDUCE: tl.constexpr,  # one two-output reduction per step instead of two sums
     UNROLL: tl.constexpr,  # the reflector steps unrolled at compile time (`panel_unroll`)
     GATHER: tl.constexpr,  # column i by a gather along the lanes (`panel_gather`)
-    joins,  # columns of its block left of it, whose T it joins its own to, when JOIN
-    c_src_ptr,  # batch × n × n: where LEFT reads the panel's columns (A in the first block)
-    c_src_sb,
-    c_src_sr,
-    c_src_sc,
-    JOIN: tl.constexpr,  # `panel_t_join`, for a panel after its block's first
-    LEFT: tl.constexpr,  # `panel_left_looking`: the block's earlier reflectors applied first
-    MIRROR: tl.constexpr,  # LEFT stores the columns into src too (H column-major: the copy)
-    KBP: tl.constexpr,  # the block's T side, when JOIN
-    NBP: tl.constexpr,  # NB padded to tl.dot's 16, when JOIN
-    BM: tl.constexpr,  # rows per step of the join's Gram and LEFT's walks, when JOIN
-    T_PRECISION: tl.constexpr,
-    PRECISION: tl.constexpr,  # LEFT's Vᵀ·C and Tᵀ·W
-    APPLY_PRECISION: tl.constexpr,  # LEFT's V·W
 ):
-    """One program per matrix: factor rows [col0, n) × columns [col0, col0 + NB) in place, and
-    under JOIN join the panel's T into its block's (tfactor.py's join_panel_t). Under LEFT the
-    block's reflectors left of it are first applied to the panel's columns, rows from the
-    block's first on (update.py's update_columns), which the block's inner updates did before.
+    """One program per matrix: factor rows [col0, n) × columns [col0, col0 + NB) in place.
 
     A later panel whose columns are all past the matrix's live ones finds them zero in H (the
     first update wrote them so): its reflectors are τ = 0 with a zero T, stored without work."""
@@ -192,17 +173,6 @@ def qr_panel_kernel(
     ncols = tl.minimum(m, NB)
     r = tl.arange(0, BLOCK_M)
     c = tl.arange(0, NB)
-    if LEFT:
-        scale = scale_for(tl.load(amax_ptr + b))
-        first = col0 - joins
-        update_columns(
-            c_src_ptr + b * c_src_sb, dst_ptr + b * dst_sb, t_ptr + b * t_sb - joins * (t_sr + 1),
-            t_sr, n, first, joins, col0 + tl.arange(0, NBP), col0 + ncols,
-            tl.where(first == 0, scale, 1.0), scale, c_src_sr, c_src_sc, dst_sr, dst_sc, KBP, BM,
-            NBP, PRECISION, APPLY_PRECISION, "", "", src_ptr + b * src_sb, src_sr, col0 + ncols,
-            MIRROR, None,
-        )  # fmt: skip
-        tl.debug_barrier()  # the columns, stored by every thread, are loaded below
     dead = False
     if not SELF_SCALE:
         dead = (col0 > 0) & (col0 >= tl.load(live_ptr + b))
@@ -225,11 +195,4 @@ def qr_panel_kernel(
         factor_and_store(
             p, dst_ptr + b * dst_sb, tau_ptr + b * tau_sb, t_ptr + b * t_sb, m, col0, scale,
             dst_sr, dst_sc, t_sr, BLOCK_M, NB, PAIR_REDUCE, SELF_SCALE, UNROLL, GATHER,
-        )  # fmt: skip
-    if JOIN:
-        tl.debug_barrier()  # the panel's V and T, stored by every thread, are read back
-        rows_end = tl.where(dead, col0, n)
-        join_panel_t(
-            dst_ptr + b * dst_sb, t_ptr + b * t_sb - joins * (t_sr + 1), n, col0 - joins, col0,
-            ncols, rows_end, dst_sr, dst_sc, t_sr, KBP, NBP, BM, T_PRECISION,
         )  # fmt: skip

@@ -66,14 +66,6 @@ class PanelOp:
     max_registers: int = 0
     """maxnreg of its launch (0: ptxas decides): the class's cap for programs of 4 warps or
     more, where registers bound how many share an SM (smaller ones already fit 8 an SM)."""
-    joins: int = 0
-    """Columns of its block left of it, whose T it joins its own to as it finishes
-    (`panel_t_join`; 0: none, a TFactorOp or nothing joins it)."""
-    join_width: int = DOT_MIN
-    """Its block's T side as tl.dot sees it, where it joins."""
-    left_looking: bool = False
-    """It applies its block's reflectors left of it to its own columns first
-    (`panel_left_looking`), in place of the block's inner update launches."""
 
 
 @dataclass(frozen=True)
@@ -338,7 +330,7 @@ def make_plan(batch: int, n: int, shape: ShapeConfig) -> Plan | None:
                 gram_rows = _gram_rows(n - start, shape)
                 span = (start, width, nb, dot_width(width), warps, gram_rows)
                 inner.append(TFactorOp(*span, slot, offset))
-            ops.extend(_block_launch(inner, shape) or _joined_in_panels(inner, shape) or inner)
+            ops.extend(_block_launch(inner, shape) or inner)
             stop = outer_end if nested else n
             if end < stop:
                 ops.append(_update(batch, start, width, offset, end, stop, shape, slot, library))
@@ -395,40 +387,13 @@ def _block_launch(ops: list[Op], shape: ShapeConfig) -> list[Op]:
     return [BlockOp(*span, join.t_slot, join.t_offset)]
 
 
-def _joined_in_panels(ops: list[Op], shape: ShapeConfig) -> list[Op]:
-    """A block's launches with its T joined by its panels, each after the first joining its own
-    to those left of it, and no T launch, under `panel_t_join` or `panel_left_looking` and where
-    each panel is one program's; else none (the T launch stays). Left-looking, each panel after
-    the first also applies the reflectors left of it to its columns, and the block's inner
-    updates go: each of its panels then finds its columns updated by its own program."""
-    joins = [op for op in ops if isinstance(op, TFactorOp)]
-    left = shape.panel_left_looking
-    if not (shape.panel_t_join or left) or not joins:
-        return []
-    if any(isinstance(op, SplitPanelOp) for op in ops):
-        return []
-    start, width = joins[0].col, joins[0].dot_width
-    kept: list[Op] = []
-    for op in ops:
-        if isinstance(op, PanelOp) and op.col > start:
-            # Left-looking, it stores its columns into the panels' copy itself (column-major H).
-            mirrored = op.mirrored or (left and shape.column_major)
-            changes = dict(joins=op.col - start, join_width=width, left_looking=left)
-            kept.append(dataclasses.replace(op, mirrored=mirrored, **changes))
-        elif not isinstance(op, TFactorOp) and not (left and isinstance(op, UpdateOp)):
-            kept.append(op)
-    return kept
-
-
 def _look_ahead(ops: list[Op], shape: ShapeConfig) -> list[Op]:
-    """Each fused update merged with the panel that starts at its first column, unless that
-    panel joins its block's T (the merged launch's panel program does not)."""
+    """Each fused update merged with the panel that starts at its first column."""
     merged: list[Op] = []
     for op in ops:
         before = merged[-1] if merged else None
         if (
             isinstance(op, PanelOp)
-            and not op.joins
             and isinstance(before, UpdateOp)
             and not before.passes_w
             and not before.library
