@@ -86,8 +86,10 @@ GATHER = {"panel_gather": True}
 CAPPED_ONE_STAGE = {**STAGES_1, "update_max_registers": 168, "inner_update_max_registers": 128}
 # The row-split Vᵀ·C as (Cᵀ·V)ᵀ: BN along the product's M, a warpgroup MMA instead of mma.sync.
 W_BY_COLUMNS = {"update_w_by_columns": True}
-# Row-split updates zero the next one's part of W in a second buffer: one fill launch a chain.
+# Row-split updates zero the next one's part of W in a second buffer: one fill launch a chain
+# (shipped for medium-1024 and large, where the sweep tries it off).
 W_HANDOVER = {"update_w_handover": True}
+W_FILLS = {"update_w_handover": False}
 # The fused update's second walk loads C steps ahead, as it loads V: trailing, inner, or both.
 AHEAD = {"update_apply_ahead": True}
 INNER_AHEAD = {"inner_update_apply_ahead": True}
@@ -203,7 +205,7 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         AHEAD,
         {**AHEAD, "update_stages": 3},
         W_BY_COLUMNS,
-        W_HANDOVER,
+        W_FILLS,
         # At BN = 32 the product's M is below the warpgroup MMA's 64: only BN = 64 gets it.
         {**W_BY_COLUMNS, "inner_update_block_n": 64},
         # Eager launches, the point before graph replay: ~200 launches and panel copies a call
@@ -251,7 +253,7 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
     "large": [
         GATHER,
         W_BY_COLUMNS,
-        W_HANDOVER,
+        W_FILLS,
         UNROLL,
         COLUMN_MAJOR,
         {**COLUMN_MAJOR, "update_library": "triton"},
