@@ -133,18 +133,20 @@ def test_narrow_panels_padded_for_tl_dot_still_pass(tmp_path: Path) -> None:
     _assert_passes(a, h, tau)
 
 
+ROW_SPLIT = {
+    "block_width": 32,
+    "panel_width": 8,
+    "update_split_below": 1056,
+    "update_split_rows": 32,
+}
+
+
 @pytest.mark.parametrize(
     "knobs",
     [
         {"block_width": 64, "panel_width": 16, "update_split_below": 0},
-        {"block_width": 32, "panel_width": 8, "update_split_below": 1056, "update_split_rows": 32},
-        {
-            "block_width": 32,
-            "panel_width": 8,
-            "update_split_below": 1056,
-            "update_split_rows": 32,
-            "update_w_handover": True,
-        },
+        ROW_SPLIT,
+        {**ROW_SPLIT, "update_w_handover": True},
     ],
 )
 def test_blocks_of_several_panels_and_row_split_updates_pass(
