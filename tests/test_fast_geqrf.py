@@ -449,7 +449,11 @@ def test_split_tf32_rounds_to_nearest_ties_away_and_keeps_the_exact_remainder() 
     assert (hi.cpu().view(torch.int32) & 0x1FFF).eq(0).all()
 
 
-def test_tfactor_joins_the_panels_t_into_the_block_t() -> None:
+@pytest.mark.parametrize("precision", ["ieee", "tf32x3"])
+def test_tfactor_joins_the_panels_t_into_the_block_t(precision: str) -> None:
+    """Under 3×TF32 the Gram is summed as hi·hi and hi·lo terms, the latter's sum added with its
+    transpose at the end: without that transpose, or with the wrong one, T is off by far more
+    than the tolerance."""
     patch_scalar_index()
     batch, n, col, nb, width = 2, 40, 4, 8, 24
     block, tau = blocked_wy.factor_panel(torch.randn(batch, n - col, width, device=DEVICE))
@@ -463,14 +467,16 @@ def test_tfactor_joins_the_panels_t_into_the_block_t() -> None:
     g = torch.empty(batch, 0, device=DEVICE)
     qr_tfactor_kernel[(batch,)](
         h, t, g, n, col, width, nb, 0, *h.stride(), t.stride(0), t.stride(1), 0,
-        KBP=32, BM=16, PRECISION="ieee", FROM_PARTS=False,
+        KBP=32, BM=16, PRECISION=precision, FROM_PARTS=False,
     )  # fmt: skip
     _, expected = blocked_wy.build_t(v, tau)
     assert torch.allclose(t[:, :width, :width], expected, atol=1e-4)
     assert torch.all(t[:, width:] == 0) and torch.all(t[:, :, width:] == 0)
 
 
-def test_row_split_gram_parts_join_into_the_same_t() -> None:
+@pytest.mark.parametrize("precision", ["ieee", "tf32x3"])
+def test_row_split_gram_parts_join_into_the_same_t(precision: str) -> None:
+    """Slabs through V's unit triangle and below it, each part exactly symmetric."""
     patch_scalar_index()
     batch, n, col, nb, width, slab = 2, 70, 4, 8, 24, 16
     block, tau = blocked_wy.factor_panel(torch.randn(batch, n - col, width, device=DEVICE))
@@ -484,11 +490,12 @@ def test_row_split_gram_parts_join_into_the_same_t() -> None:
     slabs = -(-(n - col) // slab)
     g = torch.full((batch, slabs, 32, 32), float("nan"), device=DEVICE)
     qr_gram_kernel[(batch, slabs)](
-        h, g, n, col, width, slab, *h.stride(), g.stride(0), KBP=32, BM=16, PRECISION="ieee"
+        h, g, n, col, width, slab, *h.stride(), g.stride(0), KBP=32, BM=16, PRECISION=precision
     )
+    assert torch.equal(g, g.transpose(2, 3))
     qr_tfactor_kernel[(batch,)](
         h, t, g, n, col, width, nb, slabs, *h.stride(), t.stride(0), t.stride(1), g.stride(0),
-        KBP=32, BM=16, PRECISION="ieee", FROM_PARTS=True,
+        KBP=32, BM=16, PRECISION=precision, FROM_PARTS=True,
     )  # fmt: skip
     _, expected = blocked_wy.build_t(v, tau)
     assert torch.allclose(t[:, :width, :width], expected, atol=1e-4)

@@ -11,8 +11,45 @@ n rows alone) qr_gram_kernel sums row slabs in parallel into per-slab parts, whi
 import triton
 import triton.language as tl
 
-from .products import product
-from .update import load_v
+from .products import product, split_tf32
+from .update import load_v, load_v_below, triangle_end
+
+
+@triton.jit
+def gram_rows(
+    h, first, last, k, n, col0, width, h_sr, h_sc, KBP: tl.constexpr, BM: tl.constexpr,
+    PRECISION: tl.constexpr,
+):  # fmt: skip
+    """VᵀV over rows [first, last) of the block's V (KBP × KBP), `first` on the block's row-step
+    grid. Under 3×TF32 the terms lo·hi and hi·lo are each other's transposes: a row step forms
+    hi·hi and hi·lo only, from one split of V (two products a step instead of three, and two
+    splits), and the sum of the hi·lo terms is added with its transpose once, at the end, which
+    also leaves G exactly symmetric. As in the update's walks, the steps below V's unit
+    triangle load it with a bounds check alone."""
+    g = tl.zeros((KBP, KBP), tl.float32)
+    cross = tl.zeros((KBP, KBP), tl.float32)  # Σ hiᵀ·lo
+    below = triangle_end(col0, KBP, BM)
+    for r0 in range(first, tl.minimum(below, last), BM):
+        v = load_v(h, r0 + tl.arange(0, BM), k, n, col0, width, h_sr, h_sc, "")  # BM × KBP
+        g, cross = add_gram_step(g, cross, v, PRECISION)
+    for r0 in range(tl.maximum(first, below), last, BM):
+        v = load_v_below(h, r0 + tl.arange(0, BM), k, n, col0, width, h_sr, h_sc, "")
+        g, cross = add_gram_step(g, cross, v, PRECISION)
+    if PRECISION == "tf32x3":
+        g += cross + tl.trans(cross)
+    return g
+
+
+@triton.jit
+def add_gram_step(g, cross, v, PRECISION: tl.constexpr):
+    """One row step of gram_rows: (g, cross) with this step's Vᵀ·V terms added."""
+    if PRECISION == "tf32x3":
+        hi, lo = split_tf32(v)
+        g += tl.dot(tl.trans(hi), hi, input_precision="tf32")
+        cross += tl.dot(tl.trans(hi), lo, input_precision="tf32")
+    else:
+        g += tl.dot(tl.trans(v), v, input_precision=PRECISION)
+    return g, cross
 
 
 @triton.jit
@@ -35,15 +72,12 @@ def join_t(
 ):
     """G = VᵀV over rows [col0, n), then the panels' T's joined into the block's T, stored whole."""
     k = tl.arange(0, KBP)
-    g = tl.zeros((KBP, KBP), tl.float32)
     if FROM_PARTS:
+        g = tl.zeros((KBP, KBP), tl.float32)
         for s in range(0, slabs):
             g += tl.load(g_parts + s * KBP * KBP + k[:, None] * KBP + k[None, :])
     else:
-        for r0 in range(col0, n, BM):
-            rows = r0 + tl.arange(0, BM)
-            v = load_v(h, rows, k, n, col0, width, h_sr, h_sc, "")  # BM × KBP
-            g += product(tl.trans(v), v, PRECISION)
+        g = gram_rows(h, col0, n, k, n, col0, width, h_sr, h_sc, KBP, BM, PRECISION)
 
     panel = k // nb
     inside = k < width
@@ -82,11 +116,8 @@ def qr_gram_kernel(
     first = col0 + slab * slab_rows
     k = tl.arange(0, KBP)
     h = h_ptr + b * h_sb
-    g = tl.zeros((KBP, KBP), tl.float32)
-    for r0 in range(first, tl.minimum(first + slab_rows, n), BM):
-        rows = r0 + tl.arange(0, BM)
-        v = load_v(h, rows, k, n, col0, width, h_sr, h_sc, "")  # BM × KBP
-        g += product(tl.trans(v), v, PRECISION)
+    last = tl.minimum(first + slab_rows, n)
+    g = gram_rows(h, first, last, k, n, col0, width, h_sr, h_sc, KBP, BM, PRECISION)
     tl.store(g_ptr + b * g_sb + slab * KBP * KBP + k[:, None] * KBP + k[None, :], g)
 
 
