@@ -236,6 +236,11 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         {**LOOKAHEAD, **NEVER_SPLIT},
         SAFE,
         {"panel_width": 16},
+        # A 1024-row panel step is latency-bound (60 programs, one an SM) and fewer warps made it
+        # faster (docs/benchmarks.md, 2026-12-04): 8-wide panels halve a step's elements, so at
+        # the shipped 128 a thread it runs on 2 warps, at 64 on 4.
+        {"panel_width": 8},
+        {"panel_width": 8, "panel_elems_per_thread": 64},
         {"t_gram_rows": 256},
         {"update_block_n": 32},
         {"update_stages": 2},
@@ -277,6 +282,7 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         {**SPLIT_256, "panel_elems_per_thread": 32},
         {**SPLIT_256, "panel_width": 16, "panel_elems_per_thread": 32},
         {"panel_pair_reduce": False},
+        {"panel_width": 16},  # 2048 × 16 at 128 a thread: 8 warps, half the 32-wide panel's
         OUTER_128,
         OUTER_256,
         OUTER_512,
