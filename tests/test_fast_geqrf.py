@@ -449,27 +449,38 @@ def test_split_tf32_rounds_to_nearest_ties_away_and_keeps_the_exact_remainder() 
     assert (hi.cpu().view(torch.int32) & 0x1FFF).eq(0).all()
 
 
-@pytest.mark.parametrize("precision", ["ieee", "tf32x3"])
-def test_tfactor_joins_the_panels_t_into_the_block_t(precision: str) -> None:
-    """Under 3×TF32 the Gram is summed as hi·hi and hi·lo terms, the latter's sum added with its
-    transpose at the end: without that transpose, or with the wrong one, T is off by far more
-    than the tolerance."""
-    patch_scalar_index()
-    batch, n, col, nb, width = 2, 40, 4, 8, 24
+def _block_of_panels(
+    batch: int, n: int, col: int, nb: int, width: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """H holding a factored block of `width` columns at `col`, a T buffer holding each nb-wide
+    panel's own T on its diagonal (NaN elsewhere, which the join must not read), and the
+    block's T as the reference builds it."""
     block, tau = blocked_wy.factor_panel(torch.randn(batch, n - col, width, device=DEVICE))
     v = blocked_wy.unit_lower(block)
     h = torch.randn(batch, n, n, device=DEVICE)
     h[:, col:, col : col + width] = block
     t = torch.full((batch, 32, 32), float("nan"), device=DEVICE)
     for p in range(0, width, nb):
-        _, t_panel = blocked_wy.build_t(v[:, p:, p : p + nb], tau[:, p : p + nb])
-        t[:, p : p + nb, p : p + nb] = t_panel
+        q = min(p + nb, width)
+        _, t_panel = blocked_wy.build_t(v[:, p:, p:q], tau[:, p:q])
+        t[:, p:q, p:q] = t_panel
+    return h, t, blocked_wy.build_t(v, tau)[1]
+
+
+@pytest.mark.parametrize("precision", ["ieee", "tf32x3"])
+@pytest.mark.parametrize("width", [24, 20])
+def test_tfactor_joins_the_panels_t_into_the_block_t(precision: str, width: int) -> None:
+    """Under 3×TF32 the Gram is summed as hi·hi and hi·lo terms, the latter's sum added with its
+    transpose at the end: without that transpose, or with the wrong one, T is off by far more
+    than the tolerance. A block of 20 ends in a panel narrower than the others."""
+    patch_scalar_index()
+    batch, n, col, nb = 2, 40, 4, 8
+    h, t, expected = _block_of_panels(batch, n, col, nb, width)
     g = torch.empty(batch, 0, device=DEVICE)
     qr_tfactor_kernel[(batch,)](
         h, t, g, n, col, width, nb, 0, *h.stride(), t.stride(0), t.stride(1), 0,
-        KBP=32, BM=16, PRECISION=precision, FROM_PARTS=False,
+        KBP=32, NBP=16, BM=16, PRECISION=precision, FROM_PARTS=False,
     )  # fmt: skip
-    _, expected = blocked_wy.build_t(v, tau)
     assert torch.allclose(t[:, :width, :width], expected, atol=1e-4)
     assert torch.all(t[:, width:] == 0) and torch.all(t[:, :, width:] == 0)
 
@@ -479,14 +490,7 @@ def test_row_split_gram_parts_join_into_the_same_t(precision: str) -> None:
     """Slabs through V's unit triangle and below it, each part exactly symmetric."""
     patch_scalar_index()
     batch, n, col, nb, width, slab = 2, 70, 4, 8, 24, 16
-    block, tau = blocked_wy.factor_panel(torch.randn(batch, n - col, width, device=DEVICE))
-    v = blocked_wy.unit_lower(block)
-    h = torch.randn(batch, n, n, device=DEVICE)
-    h[:, col:, col : col + width] = block
-    t = torch.zeros(batch, 32, 32, device=DEVICE)
-    for p in range(0, width, nb):
-        _, t_panel = blocked_wy.build_t(v[:, p:, p : p + nb], tau[:, p : p + nb])
-        t[:, p : p + nb, p : p + nb] = t_panel
+    h, t, expected = _block_of_panels(batch, n, col, nb, width)
     slabs = -(-(n - col) // slab)
     g = torch.full((batch, slabs, 32, 32), float("nan"), device=DEVICE)
     qr_gram_kernel[(batch, slabs)](
@@ -495,9 +499,8 @@ def test_row_split_gram_parts_join_into_the_same_t(precision: str) -> None:
     assert torch.equal(g, g.transpose(2, 3))
     qr_tfactor_kernel[(batch,)](
         h, t, g, n, col, width, nb, slabs, *h.stride(), t.stride(0), t.stride(1), g.stride(0),
-        KBP=32, BM=16, PRECISION=precision, FROM_PARTS=True,
+        KBP=32, NBP=16, BM=16, PRECISION=precision, FROM_PARTS=True,
     )  # fmt: skip
-    _, expected = blocked_wy.build_t(v, tau)
     assert torch.allclose(t[:, :width, :width], expected, atol=1e-4)
 
 

@@ -88,4 +88,4 @@ def qr_block_kernel(
                     h_sc, NBP, BM, BN, PRECISION, APPLY_PRECISION, "", "", h, 0, 0, False, None,
                 )  # fmt: skip
         tl.debug_barrier()
-    join_t(h, t, n, col0, k1 - col0, NB, h_sr, h_sc, t_sr, t, 0, KBP, BM, T_PRECISION, False)
+    join_t(h, t, n, col0, k1 - col0, NB, h_sr, h_sc, t_sr, t, 0, KBP, NBP, BM, T_PRECISION, False)

@@ -342,5 +342,5 @@ def _tfactor(plan: Plan, op: TFactorOp, out: Buffers) -> None:
     launch(
         qr_tfactor_kernel, (plan.batch,),
         h, t, g, plan.n, op.col, op.width, op.nb, slabs, *h.stride(), t.stride(0), t.stride(1),
-        g.stride(0), FROM_PARTS=bool(slabs), num_warps=op.warps, **tiles,
+        g.stride(0), NBP=dot_width(op.nb), FROM_PARTS=bool(slabs), num_warps=op.warps, **tiles,
     )  # fmt: skip

@@ -138,7 +138,9 @@ def qr_fused_kernel(
                 tl.debug_barrier()
         if k1 < n:  # the trailing matrix takes the whole block's reflectors once
             if k1 - k0 > NB:
-                join_t(h, t, n, k0, k1 - k0, NB, h_sr, 1, KBP, t, 0, KBP, BM, T_PRECISION, False)
+                join_t(
+                    h, t, n, k0, k1 - k0, NB, h_sr, 1, KBP, t, 0, KBP, NBP, BM, T_PRECISION, False
+                )
                 tl.debug_barrier()
             for c0 in range(k1, n, BN):
                 cols = c0 + tl.arange(0, BN)

@@ -66,6 +66,7 @@ def join_t(
     g_parts,  # the per-slab parts of G (KBP × KBP each, contiguous), when FROM_PARTS
     slabs,  # how many parts
     KBP: tl.constexpr,
+    NBP: tl.constexpr,  # nb as tl.dot sees it (≥ 16)
     BM: tl.constexpr,
     PRECISION: tl.constexpr,
     FROM_PARTS: tl.constexpr,
@@ -84,13 +85,22 @@ def join_t(
     diagonal = (panel[:, None] == panel[None, :]) & inside[:, None] & inside[None, :]
     t_offs = k[:, None] * t_sr + k[None, :]
     tt = tl.load(t + t_offs, mask=diagonal, other=0.0)
+    # Each join's products are KBP × NBP, not KBP × KBP: G's columns of the panel are gathered
+    # out of G, the panel's own T (its diagonal block, which no join changes) is read back from
+    # memory, and the new columns of T are gathered back into place.
+    j = tl.arange(0, NBP)
+    j_of = tl.zeros((KBP, NBP), tl.int32) + j[None, :]  # KBP × NBP: a column of the panel
     for s in range(nb, width, nb):
         joined = tl.where(k[None, :] < s, tt, 0.0)  # T[:, :s], upper triangular
-        new = (k >= s) & (k < s + nb)
-        g_new = tl.where((k[:, None] < s) & new[None, :], g, 0.0)  # G[:s, s:s+nb]
-        t_new = tl.where(new[:, None] & new[None, :], tt, 0.0)
-        left = product(joined, g_new, PRECISION)
-        tt = tt - product(left, t_new, PRECISION)
+        ours = (j < nb) & (s + j < width)  # the panel's columns
+        g_new = tl.gather(g, tl.minimum(s + j_of, KBP - 1), 1)  # G[:, s:s+nb]
+        g_new = tl.where((k[:, None] < s) & ours[None, :], g_new, 0.0)
+        at = (s + j)[:, None] * t_sr + (s + j)[None, :]
+        t_new = tl.load(t + at, mask=ours[:, None] & ours[None, :], other=0.0)  # T[s:s+nb, s:s+nb]
+        right = product(product(joined, g_new, PRECISION), t_new, PRECISION)  # KBP × NBP
+        from_right = tl.minimum(tl.maximum(k - s, 0), NBP - 1)  # column c of T ← c − s of right
+        back = tl.gather(right, tl.zeros((KBP, KBP), tl.int32) + from_right[None, :], 1)
+        tt = tt - tl.where(((k >= s) & (k < s + nb))[None, :], back, 0.0)
     tl.store(t + t_offs, tt)
 
 
@@ -138,6 +148,7 @@ def qr_tfactor_kernel(
     t_sr,
     g_sb,
     KBP: tl.constexpr,
+    NBP: tl.constexpr,  # nb as tl.dot sees it (≥ 16)
     BM: tl.constexpr,
     PRECISION: tl.constexpr,
     FROM_PARTS: tl.constexpr,
@@ -146,5 +157,5 @@ def qr_tfactor_kernel(
     b = tl.program_id(0).to(tl.int64)
     join_t(
         h_ptr + b * h_sb, t_ptr + b * t_sb, n, col0, width, nb, h_sr, h_sc, t_sr, g_ptr + b * g_sb,
-        slabs, KBP, BM, PRECISION, FROM_PARTS,
+        slabs, KBP, NBP, BM, PRECISION, FROM_PARTS,
     )  # fmt: skip
