@@ -28,32 +28,14 @@ def split_tf32(x):
 
 
 @triton.jit
-def split_operand(b, PRECISION: tl.constexpr):
-    """b's parts for product_of_parts: (hi, lo) under 3×TF32, else b itself twice. A loop that
-    multiplies by one b at every step splits it once, before the loop: split inside, b's parts
-    were computed and written to shared memory again at every step (640×512's second walk: 80 of
-    its 617 sm_90 instructions a row step were shared-memory stores, and it spilled)."""
-    if PRECISION == "tf32x3":
-        return split_tf32(b)
-    else:
-        return b, b
-
-
-@triton.jit
-def product_of_parts(a, b_hi, b_lo, PRECISION: tl.constexpr):
-    """a·b at PRECISION, b given as split_operand's parts (hi·hi + hi·lo + lo·hi under 3×TF32,
-    the small terms first, which is within a few fp32 roundings of the exact product)."""
+def product(a, b, PRECISION: tl.constexpr):
+    """a·b at PRECISION ("ieee", "tf32", or "tf32x3": hi·hi + hi·lo + lo·hi, the small terms
+    first, which is within a few fp32 roundings of the exact product)."""
     if PRECISION == "tf32x3":
         a_hi, a_lo = split_tf32(a)
+        b_hi, b_lo = split_tf32(b)
         acc = tl.dot(a_lo, b_hi, input_precision="tf32")
         acc = tl.dot(a_hi, b_lo, acc, input_precision="tf32")
         return tl.dot(a_hi, b_hi, acc, input_precision="tf32")
     else:
-        return tl.dot(a, b_hi, input_precision=PRECISION)
-
-
-@triton.jit
-def product(a, b, PRECISION: tl.constexpr):
-    """a·b at PRECISION ("ieee", "tf32", or "tf32x3")."""
-    b_hi, b_lo = split_operand(b, PRECISION)
-    return product_of_parts(a, b_hi, b_lo, PRECISION)
+        return tl.dot(a, b, input_precision=PRECISION)
