@@ -87,8 +87,7 @@ CAPPED_ONE_STAGE = {**STAGES_1, "update_max_registers": 168, "inner_update_max_r
 # The row-split Vᵀ·C as (Cᵀ·V)ᵀ: BN along the product's M, a warpgroup MMA instead of mma.sync.
 W_BY_COLUMNS = {"update_w_by_columns": True}
 # Row-split updates zero the next one's part of W in a second buffer: one fill launch a chain
-# (shipped for medium-1024 and large, where the sweep tries it off).
-W_HANDOVER = {"update_w_handover": True}
+# (shipped for medium-1024, large and huge, where the sweep tries it off).
 W_FILLS = {"update_w_handover": False}
 # The fused update's second walk loads C steps ahead, as it loads V: trailing, inner, or both.
 AHEAD = {"update_apply_ahead": True}
@@ -282,7 +281,7 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         {**SPLIT_256, "panel_elems_per_thread": 32},
         {**SPLIT_256, "panel_width": 16, "panel_elems_per_thread": 32},
         {"panel_pair_reduce": False},
-        {"panel_width": 16},  # 2048 × 16 at 128 a thread: 8 warps, half the 32-wide panel's
+        {"panel_width": 32},  # the point before 16-wide panels shipped (2048 × 32: 16 warps)
         OUTER_128,
         OUTER_256,
         OUTER_512,
@@ -291,7 +290,7 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
     ],
     "huge": [
         W_BY_COLUMNS,
-        W_HANDOVER,
+        W_FILLS,
         COLUMN_MAJOR,
         CUBLAS,
         STAGES_1,
