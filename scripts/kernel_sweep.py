@@ -150,6 +150,10 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         # the 16-reflector ones fall to 144–150 registers and 24 KiB, 3 an SM (4 at 128).
         CAPPED_ONE_STAGE,
         {**STAGES_1, "inner_update_max_registers": 128},
+        # 32-row steps: the 64-reflector update's shared memory falls from 96 to 64 KiB at two
+        # stages, and capped at 168 registers (168–216 B spilled) 3 programs share an SM.
+        {"update_block_m": 32},
+        {"update_block_m": 32, "update_max_registers": 168},
         # An inner update covers 48, 32 or 16 columns: 64-wide tiles left half of them masked.
         {"inner_update_block_n": 64},
         {"inner_update_block_n": 16},
