@@ -48,7 +48,7 @@ def add_gram_step(g, cross, v, PRECISION: tl.constexpr):
         g += tl.dot(tl.trans(hi), hi, input_precision="tf32")
         cross += tl.dot(tl.trans(hi), lo, input_precision="tf32")
     else:
-        g += tl.dot(tl.trans(v), v, input_precision=PRECISION)
+        g += product(tl.trans(v), v, PRECISION)
     return g, cross
 
 
