@@ -94,6 +94,12 @@ AHEAD = {"update_apply_ahead": True}
 INNER_AHEAD = {"inner_update_apply_ahead": True}
 BOTH_AHEAD = {**AHEAD, **INNER_AHEAD}
 
+# Products that contract against the trailing matrix (and V·W) from fp16 splits: TF32's accuracy
+# at twice its tensor rate and half its operand bytes (products.py).
+F16 = {"update_precision": "f16x3", "update_apply_precision": "f16x3"}
+F16_APPLY = {"update_apply_precision": "f16x3"}
+F16_ALL = {**F16, "t_precision": "f16x3"}
+
 # Launches recorded once and made from the host with each call's A, H and τ (direct_launch.py),
 # in place of graph replay on copies or of Triton's dispatch.
 DIRECT = {"direct_launch": True}
@@ -110,6 +116,8 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         *PER_THREAD,
     ],
     "small": [
+        F16,
+        F16_APPLY,
         GATHER,
         {**GATHER, **UNROLL},
         DIRECT,
@@ -132,6 +140,10 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         STAGES_1,
     ],
     "medium": [
+        F16,
+        F16_APPLY,
+        F16_ALL,
+        {**F16, "update_block_m": 32},
         GATHER,
         DISPATCH,
         AHEAD,
@@ -204,6 +216,9 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         *PER_THREAD,
     ],
     "medium-1024": [
+        F16,
+        F16_APPLY,
+        F16_ALL,
         GATHER,
         AHEAD,
         {**AHEAD, "update_stages": 3},
@@ -259,6 +274,8 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         *PER_THREAD,
     ],
     "large": [
+        F16,
+        {**F16, "update_library": "triton"},
         GATHER,
         W_BY_COLUMNS,
         W_FILLS,
@@ -293,6 +310,8 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         *PER_THREAD,
     ],
     "huge": [
+        {"update_precision": "f16x3"},
+        F16,
         W_BY_COLUMNS,
         W_FILLS,
         COLUMN_MAJOR,

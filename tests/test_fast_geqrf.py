@@ -54,7 +54,15 @@ from qrsup.kernels.fast.plan import (
     make_plan,
     next_pow2,
 )
-from qrsup.kernels.fast.products import split_tf32
+from qrsup.kernels.fast.products import (
+    exact_inverse,
+    fitted_product,
+    fp16_fit,
+    product,
+    reflector_fit,
+    split_tf32,
+    trailing_fit,
+)
 from qrsup.kernels.fast.tfactor import qr_gram_kernel, qr_tfactor_kernel
 from qrsup.kernels.fast.update import qr_update_kernel
 from qrsup.kernels.generators import generate_input
@@ -68,6 +76,29 @@ def _split_tf32_kernel(x_ptr, hi_ptr, lo_ptr, N: tl.constexpr):
     hi, lo = split_tf32(tl.load(x_ptr + i))
     tl.store(hi_ptr + i, hi)
     tl.store(lo_ptr + i, lo)
+
+
+@triton.jit
+def _fits_kernel(bound_ptr, fit_ptr, inverse_ptr, N: tl.constexpr):
+    i = tl.arange(0, N)
+    fit = fp16_fit(tl.load(bound_ptr + i))
+    tl.store(fit_ptr + i, fit)
+    tl.store(inverse_ptr + i, exact_inverse(fit))
+
+
+@triton.jit
+def _f16x3_kernel(
+    a_ptr, b_ptr, found_ptr, known_ptr, n, M: tl.constexpr, K: tl.constexpr, KNOWN: tl.constexpr
+):
+    """a·b (M × K by K × M) with fits found from the operands, and, under KNOWN, with the
+    update's known ones (a as V, b as trailing-matrix columns of an n × n matrix)."""
+    i, k = tl.arange(0, M), tl.arange(0, K)
+    a = tl.load(a_ptr + i[:, None] * K + k[None, :])
+    b = tl.load(b_ptr + k[:, None] * M + i[None, :])
+    at = i[:, None] * M + i[None, :]
+    tl.store(found_ptr + at, product(a, b, "f16x3"))
+    if KNOWN:
+        tl.store(known_ptr + at, fitted_product(a, reflector_fit(), b, trailing_fit(n), "f16x3"))
 
 
 INTERPRET_HERE = os.environ.pop("TRITON_INTERPRET", "") == "1" and not torch.cuda.is_available()
@@ -404,7 +435,7 @@ def test_panel_kernel_matches_the_reference_panel_and_its_t(unroll: bool, gather
 
 
 @pytest.mark.parametrize("hints", [False, True])
-@pytest.mark.parametrize("precision", ["ieee", "tf32x3"])
+@pytest.mark.parametrize("precision", ["ieee", "tf32x3", "f16x3"])
 def test_update_kernel_matches_the_reference_block_reflector(hints: bool, precision: str) -> None:
     """With and without the L2 policies (`update_l2_hints`), which change no value, and with the
     hand-split 3×TF32 products (products.py). Rows 8–23 hold V's unit triangle and rows from 24
@@ -449,6 +480,47 @@ def test_split_tf32_rounds_to_nearest_ties_away_and_keeps_the_exact_remainder() 
     assert (hi.cpu().view(torch.int32) & 0x1FFF).eq(0).all()
 
 
+def test_fp16_fits_are_powers_of_two_that_keep_magnitudes_below_2_to_14() -> None:
+    """Bounds from 2^-70 to 2^70, powers of two and not: bound · fit lies in [2^13, 2^14) until
+    the cap of 2^60, and the inverse is exact."""
+    patch_scalar_index()
+    bounds = torch.logspace(-70, 70, 256, base=2.0)
+    bounds[::2] *= 1.37
+    fit, inverse = torch.empty_like(bounds), torch.empty_like(bounds)
+    _fits_kernel[(1,)](bounds.to(DEVICE), fit, inverse, N=256)
+    fit, inverse = fit.cpu().double(), inverse.cpu().double()
+    assert torch.equal(torch.log2(fit), torch.log2(fit).round())
+    assert torch.equal(fit * inverse, torch.ones_like(fit))
+    scaled = bounds.double() * fit
+    assert (scaled < 2.0**14).all()
+    assert ((scaled >= 2.0**13) | (fit == 2.0**60)).all()
+
+
+def test_f16x3_products_are_as_accurate_as_fp32_over_any_magnitudes() -> None:
+    """fp16 has TF32's 11 significant bits but not its exponent range: a row of a 2^-30 small and
+    a column of b 2^-60 small lie below fp16's subnormals, and b's other columns above its
+    largest value. Fits found per row and column keep every entry of the product as accurate
+    as an fp32 one; the update's known fits (V at most 1, the trailing matrix below 2√n) keep
+    the product accurate against its largest entry, which is what the factor gate measures."""
+    patch_scalar_index()
+    gen = torch.Generator().manual_seed(7)
+    m, k, n = 32, 64, 512
+    a = torch.rand(m, k, generator=gen) * 2 - 1
+    a[3] *= 2.0**-30
+    b = torch.randn(k, m, generator=gen)
+    b[:, 5] *= 2.0**-60
+    found, known = torch.empty(m, m), torch.empty(m, m)
+    _f16x3_kernel[(1,)](a.to(DEVICE), b.to(DEVICE), found, known, n, M=m, K=k, KNOWN=True)
+    exact = a.double() @ b.double()
+    size = a.abs().double() @ b.abs().double()  # what an fp32 product's error scales with
+    eps = 2.0**-24
+    assert ((found.cpu().double() - exact).abs() <= 8 * eps * size).all()
+    assert (known.cpu().double() - exact).abs().max() <= 8 * eps * size.max()
+    wide = b * 2.0**20  # beyond fp16's 65504: only fits found from the operands apply
+    _f16x3_kernel[(1,)](a.to(DEVICE), wide.to(DEVICE), found, known, n, M=m, K=k, KNOWN=False)
+    assert ((found.cpu().double() - exact * 2.0**20).abs() <= 8 * eps * size * 2.0**20).all()
+
+
 def _block_of_panels(
     batch: int, n: int, col: int, nb: int, width: int
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -467,7 +539,7 @@ def _block_of_panels(
     return h, t, blocked_wy.build_t(v, tau)[1]
 
 
-@pytest.mark.parametrize("precision", ["ieee", "tf32x3"])
+@pytest.mark.parametrize("precision", ["ieee", "tf32x3", "f16x3"])
 @pytest.mark.parametrize("width", [24, 20])
 def test_tfactor_joins_the_panels_t_into_the_block_t(precision: str, width: int) -> None:
     """Under 3×TF32 the Gram is summed as hi·hi and hi·lo terms, the latter's sum added with its
@@ -485,7 +557,7 @@ def test_tfactor_joins_the_panels_t_into_the_block_t(precision: str, width: int)
     assert torch.all(t[:, width:] == 0) and torch.all(t[:, :, width:] == 0)
 
 
-@pytest.mark.parametrize("precision", ["ieee", "tf32x3"])
+@pytest.mark.parametrize("precision", ["ieee", "tf32x3", "f16x3"])
 def test_row_split_gram_parts_join_into_the_same_t(precision: str) -> None:
     """Slabs through V's unit triangle and below it, each part exactly symmetric."""
     patch_scalar_index()
@@ -807,6 +879,22 @@ def test_per_product_precisions_and_row_split_gram_pass(tmp_path: Path) -> None:
     a = generate_input(Spec(batch=2, n=200, cond=2, case="mixed", seed=4), device=DEVICE)
     h, tau = solver(a)
     _assert_passes(a, h, tau)
+
+
+@pytest.mark.parametrize("split", [False, True], ids=["fused-update", "row-split-update"])
+@pytest.mark.parametrize("case", ["rowscale", "clustered"])
+def test_f16x3_in_every_product_passes_with_room(tmp_path: Path, split: bool, case: str) -> None:
+    """fp16 splits in the updates' products (their operands fitted to known bounds) and the T
+    join's (fitted from the data), on the cases whose magnitudes spread widest: the factor
+    residual stays a small part of the allowed 20."""
+    knobs = {"block_width": 32, "panel_width": 8, "update_block_m": 32, "lookahead": False}
+    knobs |= {p: "f16x3" for p in ("update_precision", "update_apply_precision", "t_precision")}
+    solver = _solver_with(tmp_path, **knobs, update_split_below=65536 if split else 0)
+    a = generate_input(Spec(batch=2, n=70, cond=4, case=case, seed=11), device=DEVICE)
+    h, tau = solver(a)
+    result = check_factors(a, h, tau)
+    assert result.ok, result.reason
+    assert result.diagnostics["factor_scaled_max"] < 2.0
 
 
 def test_an_inner_tile_unlike_the_trailing_one_launches_and_passes(tmp_path: Path) -> None:

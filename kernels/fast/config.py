@@ -48,9 +48,10 @@ class ShapeConfig:
     `outer_update_library`: rank-`outer_block_width` products in place of narrow ones."""
     outer_update_library: str
     """Who runs an outer block's update of the rest of the matrix: "cublas", three batched
-    GEMMs, where "tf32x3" runs as IEEE (library_update.py), or "triton", the fused update at the
-    class's tiles and precisions (update.py), whose program holds the outer block's whole T:
-    at most 128 columns wide. The outer block's T is joined by cuBLAS either way."""
+    GEMMs, where "tf32x3" and "f16x3" run as IEEE (library_update.py), or "triton", the fused
+    update at the class's tiles and precisions (update.py), whose program holds the outer
+    block's whole T: at most 128 columns wide. The outer block's T is joined by cuBLAS either
+    way."""
     panel_width: int
     """Columns per panel while the register budget allows it; panels of a block are joined."""
     max_panel_elems: int
@@ -117,8 +118,8 @@ class ShapeConfig:
     update_library: str
     """Who runs a block's trailing update: "triton" (update.py, update_split.py) or "cublas",
     three batched fp32 GEMMs (Vᵀ·C, Tᵀ·W, C − V·W) at the two update precisions whatever torch's
-    TF32 setting, "tf32x3" running as IEEE (library_update.py). Updates inside a block stay
-    Triton's."""
+    TF32 setting, "tf32x3" and "f16x3" running as IEEE (library_update.py). Updates inside a
+    block stay Triton's."""
     t_precision: str
     """tl.dot precision of the T join's VᵀV and its triangular products."""
     t_gram_rows: int
@@ -178,7 +179,7 @@ class ShapeConfig:
         return fits_n and fits_batch
 
 
-PRECISIONS = ("ieee", "tf32x3", "tf32")
+PRECISIONS = ("ieee", "tf32x3", "tf32", "f16x3")  # products.py says what each is
 PATHS = ("blocked", "fused", "warp")
 UPDATE_LIBRARIES = ("triton", "cublas")
 MAX_TRITON_OUTER = 128  # columns of an outer block whose T one Triton update program holds

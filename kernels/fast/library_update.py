@@ -10,9 +10,9 @@ Each product runs at the precision its config asks, whatever torch's TF32 switch
 Tᵀ·W at `update_precision`, V·W at `update_apply_precision`. A caller that enabled TF32 for its
 own matmuls must not weaken this factorization, since plain TF32 in these products fails the
 factor gate at n = 512, while n ≥ 1024 is reported to pass with every product in TF32 (cuBLAS's
-TF32 rate is eight times its fp32 one here). cuBLAS has no 3×TF32, so "tf32x3" runs at IEEE,
-which is at least as accurate. The switch is process-wide, so a thread running its own matmuls
-at the same moment sees this precision too; the caller's setting is restored after.
+TF32 rate is eight times its fp32 one here). cuBLAS has no 3×TF32, so "tf32x3" (and "f16x3")
+runs at IEEE, which is at least as accurate. The switch is process-wide, so a thread running its
+own matmuls at the same moment sees this precision too; the caller's setting is restored after.
 """
 
 from __future__ import annotations
@@ -37,13 +37,12 @@ def cublas_precision(precision: str) -> Iterator[None]:
 
 
 def scale_of(amax: torch.Tensor) -> torch.Tensor:
-    """scale.py's `scale_for` on the host side: the power of two that brings an extreme |A|max
-    into [1, 2), else 1; one per matrix (batch × 1 × 1, to broadcast over the matrices)."""
+    """scale.py's `scale_for` on the host side: the power of two that brings |A|max into
+    [1, 2), 1 for a zero or non-finite one; one per matrix (batch × 1 × 1, to broadcast)."""
     bits = amax.view(torch.int32)
     exponent = (bits >> 23) & 255
     power = ((254 - exponent) << 23).view(torch.float32)
-    extreme = ((exponent < 127 - 60) | (exponent > 127 + 60)) & (amax > 0) & (exponent < 255)
-    return torch.where(extreme, power, 1.0)[:, None, None]
+    return torch.where((amax > 0) & (exponent < 255), power, 1.0)[:, None, None]
 
 
 def explicit_v(h: torch.Tensor, col: int, nb: int) -> torch.Tensor:

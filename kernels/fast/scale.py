@@ -1,7 +1,10 @@
-"""Prescale stage: per-matrix |A|max, so extreme magnitudes are scaled by an exact power of two.
+"""Prescale stage: per-matrix |A|max, by whose exact power of two each matrix is scaled.
 
-Householder norms are sums of squares; scaling a matrix whose largest entry is beyond 2^±60 into
-[1, 2) keeps them from under- or overflowing, and R is scaled back on its final store. |A|max is
+Every finite nonzero matrix is worked on with its largest entry in [1, 2), and R is scaled back
+on its final store. Householder norms are sums of squares, which that keeps from under- or
+overflowing, and it bounds every trailing-matrix entry by 2√n whatever A's magnitude, which
+fp16-split products need (products.py). A power of two is exact, so the factors are those of the
+unscaled matrix wherever no subnormal is involved. |A|max is
 +inf when A holds NaN or Inf, which is how the driver detects bad input without a second pass.
 The same pass finds each matrix's live columns: one past its last column holding a nonzero.
 Columns past it are exactly zero and stay so under every update, so their reflectors are τ = 0
@@ -14,12 +17,11 @@ import triton.language as tl
 
 @triton.jit
 def scale_for(amax):
-    """Exact power of two that brings an extreme |A|max into [1, 2); 1 for ordinary ones."""
+    """Exact power of two that brings |A|max into [1, 2); 1 for a zero or non-finite one."""
     bits = amax.to(tl.int32, bitcast=True)
     exponent = (bits >> 23) & 255
     power = ((254 - exponent) << 23).to(tl.float32, bitcast=True)
-    extreme = ((exponent < 127 - 60) | (exponent > 127 + 60)) & (amax > 0.0) & (exponent < 255)
-    return tl.where(extreme, power, 1.0)
+    return tl.where((amax > 0.0) & (exponent < 255), power, 1.0)
 
 
 @triton.jit

@@ -16,7 +16,7 @@ program per tile, so the second walk is no longer a chain of row steps inside on
 import triton
 import triton.language as tl
 
-from .products import product
+from .products import column_fit, fitted_product, product, reflector_fit, trailing_fit
 from .scale import scale_for
 
 
@@ -60,7 +60,8 @@ def project_rows(
     mask = (rows[:, None] < n) & (cols[None, :] < c_end)
     c = tl.load(src + rows[:, None] * src_sr + cols[None, :] * src_sc, mask=mask, other=0.0,
                 eviction_policy=KEEP)  # fmt: skip
-    return w + product(tl.trans(v), c * scale_in, PRECISION)  # NBP × BN
+    vt_c = fitted_product(tl.trans(v), reflector_fit(), c * scale_in, trailing_fit(n), PRECISION)
+    return w + vt_c  # NBP × BN
 
 
 @triton.jit
@@ -173,35 +174,37 @@ def apply_columns(
     that load in the loop unless the loop names its depth (APPLY_STAGES): then C, like V, is
     copied into shared memory steps ahead, for 16 KB more a program at BM = BN = 64."""
     k = tl.arange(0, NBP)
+    w_fit = column_fit(w, APPLY_PRECISION)
     unscale = 1.0 / scale_out  # a power of two: exact
     below = triangle_end(col0, NBP, BM)
     # Two loops, as in project_columns; only rows above the triangle's end can be final R.
     for r0 in range(col0, tl.minimum(below, n), BM):
         rows = r0 + tl.arange(0, BM)
         v = load_v(dst, rows, k, n, col0, nb, dst_sr, dst_sc, KEEP)
-        c = apply_rows(v, w, src, rows, cols, n, c_end, scale_in, src_sr, src_sc, APPLY_PRECISION,
-                       ONCE)  # fmt: skip
+        c = apply_rows(v, w, w_fit, src, rows, cols, n, c_end, scale_in, src_sr, src_sc,
+                       APPLY_PRECISION, ONCE)  # fmt: skip
         c = tl.where(rows[:, None] < col0 + nb, c * unscale, c)
         store_rows(c, dst, mirror, rows, cols, n, c_end, dst_sr, dst_sc, mirror_sr, mirror_end,
                    MIRROR, ONCE)  # fmt: skip
     for r0 in tl.range(below, n, BM, num_stages=APPLY_STAGES):
         rows = r0 + tl.arange(0, BM)
         v = load_v_below(dst, rows, k, n, col0, nb, dst_sr, dst_sc, KEEP)
-        c = apply_rows(v, w, src, rows, cols, n, c_end, scale_in, src_sr, src_sc, APPLY_PRECISION,
-                       ONCE)  # fmt: skip
+        c = apply_rows(v, w, w_fit, src, rows, cols, n, c_end, scale_in, src_sr, src_sc,
+                       APPLY_PRECISION, ONCE)  # fmt: skip
         store_rows(c, dst, mirror, rows, cols, n, c_end, dst_sr, dst_sc, mirror_sr, mirror_end,
                    MIRROR, ONCE)  # fmt: skip
 
 
 @triton.jit
 def apply_rows(
-    v, w, src, rows, cols, n, c_end, scale_in, src_sr, src_sc, APPLY_PRECISION: tl.constexpr, ONCE
-):
-    """C − V·W over one row step, V's rows `rows` already loaded."""
+    v, w, w_fit, src, rows, cols, n, c_end, scale_in, src_sr, src_sc,
+    APPLY_PRECISION: tl.constexpr, ONCE,
+):  # fmt: skip
+    """C − V·W over one row step, V's rows `rows` already loaded (w_fit: column_fit(W))."""
     mask = (rows[:, None] < n) & (cols[None, :] < c_end)
     c = tl.load(src + rows[:, None] * src_sr + cols[None, :] * src_sc, mask=mask, other=0.0,
                 eviction_policy=ONCE)  # fmt: skip
-    return c * scale_in - product(v, w, APPLY_PRECISION)
+    return c * scale_in - fitted_product(v, reflector_fit(), w, w_fit, APPLY_PRECISION)
 
 
 @triton.jit

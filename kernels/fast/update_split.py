@@ -13,7 +13,7 @@ already multiplied by Tᵀ.
 import triton
 import triton.language as tl
 
-from .products import product
+from .products import column_fit, fitted_product, product, reflector_fit, trailing_fit
 from .scale import scale_for
 from .update import load_v, store_mirror
 
@@ -61,6 +61,7 @@ def qr_update_w_kernel(
     src = src_ptr + b * src_sb
     dst = dst_ptr + b * dst_sb
     scale_in = tl.where(col0 == 0, scale_for(tl.load(amax_ptr + b)), 1.0)
+    fit = trailing_fit(n)
     if BY_COLUMNS:
         wt = tl.zeros((BN, NBP), tl.float32)
     else:
@@ -71,9 +72,9 @@ def qr_update_w_kernel(
         mask = (rows[:, None] < n) & (cols[None, :] < c_end)
         c = tl.load(src + rows[:, None] * src_sr + cols[None, :] * src_sc, mask=mask, other=0.0)
         if BY_COLUMNS:
-            wt += product(tl.trans(c * scale_in), v, PRECISION)
+            wt += fitted_product(tl.trans(c * scale_in), fit, v, reflector_fit(), PRECISION)
         else:
-            w += product(tl.trans(v), c * scale_in, PRECISION)
+            w += fitted_product(tl.trans(v), reflector_fit(), c * scale_in, fit, PRECISION)
     if BY_COLUMNS:
         w = tl.trans(wt)
     wmask = (k[:, None] < nb) & (cols[None, :] < c_end)
@@ -154,7 +155,9 @@ def qr_update_apply_kernel(
     v = load_v(dst, rows, k, n, col0, nb, dst_sr, dst_sc, "")
     mask = (rows[:, None] < n) & (cols[None, :] < c_end)
     c = tl.load(src + rows[:, None] * src_sr + cols[None, :] * src_sc, mask=mask, other=0.0)
-    c = c * scale_in - product(v, w, APPLY_PRECISION)
+    c = c * scale_in - fitted_product(
+        v, reflector_fit(), w, column_fit(w, APPLY_PRECISION), APPLY_PRECISION
+    )
     c = tl.where(rows[:, None] < col0 + nb, c * (1.0 / scale), c)
     tl.store(dst + rows[:, None] * dst_sr + cols[None, :] * dst_sc, c, mask=mask)
     store_mirror(mirror_ptr + b * mirror_sb, rows, cols, c, mask, mirror_sr, mirror_end, MIRROR)
