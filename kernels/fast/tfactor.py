@@ -11,7 +11,7 @@ n rows alone) qr_gram_kernel sums row slabs in parallel into per-slab parts, whi
 import triton
 import triton.language as tl
 
-from .products import product, split_tf32
+from .products import exact_inverse, product, reflector_fit, split_f16, split_tf32
 from .update import load_v, load_v_below, triangle_end
 
 
@@ -24,8 +24,9 @@ def gram_rows(
     grid. Under 3×TF32 the terms lo·hi and hi·lo are each other's transposes: a row step forms
     hi·hi and hi·lo only, from one split of V (two products a step instead of three, and two
     splits), and the sum of the hi·lo terms is added with its transpose once, at the end, which
-    also leaves G exactly symmetric. As in the update's walks, the steps below V's unit
-    triangle load it with a bounds check alone."""
+    also leaves G exactly symmetric. "f16x3" goes the same way, its sums in units of V's fit
+    squared until the end. As in the update's walks, the steps below V's unit triangle load it
+    with a bounds check alone."""
     g = tl.zeros((KBP, KBP), tl.float32)
     cross = tl.zeros((KBP, KBP), tl.float32)  # Σ hiᵀ·lo
     below = triangle_end(col0, KBP, BM)
@@ -37,6 +38,9 @@ def gram_rows(
         g, cross = add_gram_step(g, cross, v, PRECISION)
     if PRECISION == "tf32x3":
         g += cross + tl.trans(cross)
+    elif PRECISION == "f16x3":
+        fit = reflector_fit()
+        g = (g + (cross + tl.trans(cross))) * exact_inverse(fit * fit)
     return g
 
 
@@ -47,6 +51,10 @@ def add_gram_step(g, cross, v, PRECISION: tl.constexpr):
         hi, lo = split_tf32(v)
         g += tl.dot(tl.trans(hi), hi, input_precision="tf32")
         cross += tl.dot(tl.trans(hi), lo, input_precision="tf32")
+    elif PRECISION == "f16x3":
+        hi, lo = split_f16(v, reflector_fit())
+        g += tl.dot(tl.trans(hi), hi)
+        cross += tl.dot(tl.trans(hi), lo)
     else:
         g += product(tl.trans(v), v, PRECISION)
     return g, cross
