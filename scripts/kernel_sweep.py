@@ -144,6 +144,11 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         F16_APPLY,
         F16_ALL,
         {**F16, "update_block_m": 32},
+        # fp16 operands take half the shared memory: room for a deeper pipeline, C's second walk
+        # loaded ahead, or wider column blocks.
+        {**F16, "update_stages": 3},
+        {**F16, **AHEAD},
+        {**F16, "update_block_n": 128, "update_warps": 8},
         GATHER,
         DISPATCH,
         AHEAD,
@@ -219,6 +224,7 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         F16,
         F16_APPLY,
         F16_ALL,
+        {**F16, "update_stages": 3},
         GATHER,
         AHEAD,
         {**AHEAD, "update_stages": 3},
