@@ -2,10 +2,11 @@
 
 Each program owns BN trailing columns of one matrix and makes two passes down the rows: the first
 accumulates W = Vᵀ·C (NBP × BN), the second subtracts V·(Tᵀ·W). Vᵀ·C and Tᵀ·W contract against
-trailing-matrix data and run at `update_precision` (fp32 "ieee" or 3×TF32 "tf32x3"; plain "tf32"
-fails the factor gate on hard cases at n = 512); V·W runs at `update_apply_precision`, where
-plain TF32 failed at n = 512 on the H200 and passed without margin at n = 1024 (kernels/README.md).
-Products are products.py's: 3×TF32 split by hand, each added to its running sum in IEEE. Rows
+trailing-matrix data and run at `update_precision` (fp32 "ieee", 3×TF32 "tf32x3" or its fp16
+form "f16x3"; plain "tf32" fails the factor gate on hard cases at n = 512); V·W runs at
+`update_apply_precision`, where plain TF32 failed at n = 512 on the H200 and passed without
+margin at n = 1024 (kernels/README.md). Products are products.py's: the splits by hand, each
+added to its running sum in IEEE, fp16 operands fitted to V's bound and the trailing matrix's. Rows
 above the next panel are final R after this update and are scaled back to A's scale as they are
 stored. When batch × column blocks cannot fill the GPU, update_split.py spreads the rows over
 programs instead. With `update_two_pass`, the two walks are two launches: qr_update_tw_kernel
