@@ -2,9 +2,10 @@
 # One device call for the fast kernel's structural work: the sweep (scripts/kernel_sweep.py), then
 # the claim on the configs it chose: `qrsup test` and `qrsup bench --baseline` (contest rule), and
 # where each shape's time goes, step by step (scripts/launch_profile.py).
-# Usage: [SWEEP_LIMIT_S=300] kernel_device.sh OUT [SWEEP_ARGS...] (keep the sweep's --check-s and
-# --time-s within SWEEP_LIMIT_S, and the whole within a call's 600 s); results come back packed in
-# OUT/results.tgz, and the chosen configs and the short tables as separate files in OUT. Carry .whl.
+# Usage: [SWEEP_LIMIT_S=300] [GPU_TESTS=1] kernel_device.sh OUT [SWEEP_ARGS...] (keep the sweep's
+# --check-s and --time-s within SWEEP_LIMIT_S, and the whole within a call's 600 s); results come
+# back packed in OUT/results.tgz, and the chosen configs and the short tables as separate files in
+# OUT. Carry .whl.
 set -uo pipefail
 out=${1:?output directory}
 shift
@@ -28,9 +29,14 @@ mkdir -p "$HOME/.cache/qrsup/triton/$digest" && cp -r "$HOME/.triton/cache/." "$
 step test_fast 40 "${qrsup[@]}" test kernels/candidates/fast_geqrf.py --suite qr_v2 --json "$out/test_fast.json"
 step bench_fast 120 "${qrsup[@]}" bench kernels/candidates/fast_geqrf.py --suite qr_v2 --baseline --json "$out/bench_fast.json"
 step launch_profile 60 python scripts/launch_profile.py  # device time per plan step, by kind
+# GPU_TESTS=1: the GPU tests on the chosen configs too (odd n, batch 1 and 1000, strided input).
+if [ "${GPU_TESTS:-0}" = 1 ]; then
+  step gpu_tests 120 python -m pytest -q -p no:cacheprovider -m gpu tests/test_fast_geqrf.py
+fi
 cp "$out/sweep.txt" "$out/bench_fast.txt" "$out/test_fast.txt" "$out/launch_profile.txt" "$results/" 2>/dev/null
 cat "$out/env.txt" "$out/steps.txt"
 tail -n 50 "$out/sweep.txt"
 tail -n 4 "$out/test_fast.txt"
 tail -n 22 "$out/bench_fast.txt"
 tail -n 60 "$out/launch_profile.txt"
+if [ "${GPU_TESTS:-0}" = 1 ]; then tail -n 3 "$out/gpu_tests.txt"; fi
