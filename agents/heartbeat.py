@@ -37,6 +37,7 @@ class Beat:
     updated_at: float
     candidate: str | None = None
     best_geomean_ns: float | None = None
+    best_quick_geomean_ns: float | None = None  # shown only while best_geomean_ns is None
     last_verdict: str | None = None
     detail: str = ""
     goal: str = ""

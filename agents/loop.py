@@ -20,6 +20,7 @@ import git
 from qrsup.agents import inbox
 from qrsup.agents.advisor import Advisor
 from qrsup.agents.affected_specs import AffectedSpecs
+from qrsup.agents.best_figures import BestFigures
 from qrsup.agents.decision import Decider, Focus
 from qrsup.agents.evaluation import Evaluator, StageResult, geomean_over
 from qrsup.agents.fault_points import fault_point
@@ -60,7 +61,6 @@ from qrsup.kernels.schema import (
     Comparison,
     Decision,
     EventKind,
-    Iteration,
     Progress,
     ProgressUpdate,
     Verdict,
@@ -71,10 +71,6 @@ MEMORY_SIZE = 12
 FREE_RETRIES = 3  # a free proposer's tries for a point no other agent holds, per iteration
 FRUITLESS_BEFORE_PAUSE = 5  # proposals in a row that gave no new candidate to judge
 IDLE_POLL_SECONDS = 1.0
-# The decisions only a full stage's figures lead to: a beam slot, a promotion, or a rejection.
-DECIDED_ON_FULL_STAGE = frozenset(
-    {*(d for d in Decision if d.value.startswith("beam ")), Decision.PROMOTED, Decision.REJECTED}
-)
 
 
 def compiles_beside(update: ProgressUpdate) -> bool:
@@ -137,7 +133,7 @@ class ResearchAgent:
         self.started = time.monotonic()
         self.iteration = 0
         self.fruitless_in_a_row = 0
-        self.best_ns: float | None = None
+        self.best = BestFigures()
         self.isolation_warning = ""
 
     def run(self) -> int:
@@ -169,7 +165,7 @@ class ResearchAgent:
             self._progress("incumbent"),
         )
         self.state.goal_reference = incumbent.row.id
-        self.best_ns = self._own_best()
+        self.best = BestFigures.of(self.store.iterations(self.name))
         self._see_incumbent(incumbent)
         while True:
             take_messages(
@@ -260,8 +256,6 @@ class ResearchAgent:
             decided = self.decider.decide(candidate, result, incumbent, self.spec.role, iteration)
             record.decision, record.reason = decided.decision, decided.reason
             record.verdict = decided.verdict
-            if decided.verdict == Verdict.PASS:
-                self._note_best(result.geomean_ns)
             if record.decision != Decision.REJECTED:
                 self.changes.passed(self.store, candidate.id, result.geomean_ns)
                 worst = worst_spec(result.spec_means_ns, incumbent.spec_means_ns)
@@ -270,6 +264,7 @@ class ResearchAgent:
             record.decision = Decision.NOT_PROMISING
             margin = f"{record.comparison.margin:.0%}"
             record.reason = f"quick stage more than {margin} slower: {record.comparison.describe()}"
+        self.best.note(record.verdict, record.decision, record.geomean_ns)
         self._finish(record)
         self._check_goal(record)
         history = self.store.outcomes(self.name)
@@ -597,7 +592,8 @@ class ResearchAgent:
         self.heartbeat.update(
             state="idle",
             last_verdict=record.verdict,
-            best_geomean_ns=self.best_ns,
+            best_geomean_ns=self.best.full_ns,
+            best_quick_geomean_ns=self.best.quick_ns,
             detail="",
             extra=self._beat_extra(),
         )
@@ -747,13 +743,6 @@ class ResearchAgent:
             hypothesis="(no candidate of this family yet)",
         )
 
-    def _own_best(self) -> float | None:
-        return best_full_stage_ns(self.store.iterations(self.name))
-
-    def _note_best(self, geomean_ns: float | None) -> None:
-        if geomean_ns is not None and (self.best_ns is None or geomean_ns < self.best_ns):
-            self.best_ns = geomean_ns
-
     def _commit_candidate(self, row: Candidate) -> None:
         """Keep every candidate on the agent's own branch; git trouble never stops the loop."""
         try:
@@ -800,15 +789,3 @@ def _read_text(path: Path) -> str | None:
         return path.read_text()
     except OSError:
         return None
-
-
-def best_full_stage_ns(records: list[Iteration]) -> float | None:
-    """An agent's best full-stage figure in its records, as `_note_best` keeps it while it runs:
-    a quick stage's figure is another rule's (a restarted agent once showed a rejected
-    candidate's quick 16.7 ms beside a 20.6 ms incumbent)."""
-    values = [
-        r.geomean_ns
-        for r in records
-        if r.geomean_ns and r.verdict == Verdict.PASS and r.decision in DECIDED_ON_FULL_STAGE
-    ]
-    return min(values) if values else None

@@ -26,7 +26,7 @@ from qrsup.supervisor.launch import (
     prepare_session,
 )
 from qrsup.supervisor.local_ray import LocalRay
-from qrsup.supervisor.widgets.format import agent_spend, agent_state, verdict_label
+from qrsup.supervisor.widgets.format import agent_spend, agent_state, figure_cell, verdict_label
 from rich.console import Console
 from rich.table import Table
 
@@ -208,7 +208,7 @@ def status_table(fleet: Fleet) -> Table:
             s.proposer,
             agent_state(s),
             str(s.iteration),
-            format_ms(s.best_geomean_ns),
+            figure_cell(s.best_geomean_ns, s.best_quick_geomean_ns),
             agent_spend(s),
             verdict_label(s.last_verdict),
             age,

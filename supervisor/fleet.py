@@ -89,6 +89,7 @@ class AgentStatus:
     budget_paused: bool = False
     stalled: int = 0  # evaluations without a gain beyond the noise; 0 while not stalled
     judging: str | None = None  # the candidate in its judge run now; None unless evaluating one
+    best_quick_geomean_ns: float | None = None  # shown, marked, while best_geomean_ns is None
 
 
 class Fleet:
@@ -393,6 +394,7 @@ class Fleet:
             iteration=beat.iteration if beat else 0,
             heartbeat_age_s=age,
             best_geomean_ns=beat.best_geomean_ns if beat else None,
+            best_quick_geomean_ns=beat.best_quick_geomean_ns if beat else None,
             last_verdict=beat.last_verdict if beat else None,
             detail=detail,
             judging=beat.candidate if beat and alive and state == "evaluating" else None,

@@ -6,7 +6,7 @@ import pytest
 from qrsup.agents.beam import Scored, Slot, place, source_lines
 from qrsup.agents.decision import geomean_noise
 from qrsup.agents.evaluation import StageResult
-from qrsup.agents.loop import best_full_stage_ns
+from qrsup.agents.best_figures import BestFigures
 from qrsup.kernels.judge.report import JudgeReport
 from qrsup.kernels.schema import Decision, Inherited, Iteration, Verdict
 
@@ -91,13 +91,16 @@ def test_the_session_noise_stands_when_every_spec_was_timed_or_another_candidate
     assert geomean_noise(0.02, lent, "inc", 2) == 0.02
 
 
-def test_an_agents_best_figure_is_a_full_stage_one_and_never_a_quick_stages():
+def test_an_agents_best_figures_keep_the_full_and_quick_stages_apart():
     """A restarted agent reads its best from its records: a quick stage's figure (another
-    rule's, and a rejected candidate's) once showed as its best beside a slower incumbent."""
+    rule's, and a rejected candidate's) once showed as its best beside a slower incumbent, so
+    it is kept apart and shown, marked, only while no full stage has a figure."""
     quick = Iteration("a1", 1, Verdict.PASS, Decision.NOT_PROMISING, "c-q", geomean_ns=16.7e6)
-    full = Iteration("a1", 2, Verdict.PASS, Decision.REJECTED, "c-f", geomean_ns=24.4e6)
-    beam = Iteration("a1", 3, Verdict.PASS, Decision.BEAM_EXPLOIT, "c-b", geomean_ns=21.0e6)
-    failed = Iteration("a1", 4, Verdict.FAIL, Decision.REJECTED, "c-x", geomean_ns=1.0e6)
-    assert best_full_stage_ns([quick]) is None
-    assert best_full_stage_ns([quick, full, failed]) == 24.4e6
-    assert best_full_stage_ns([quick, full, beam, failed]) == 21.0e6
+    slower = Iteration("a1", 2, Verdict.PASS, Decision.NOT_PROMISING, "c-s", geomean_ns=30.0e6)
+    full = Iteration("a1", 3, Verdict.PASS, Decision.REJECTED, "c-f", geomean_ns=24.4e6)
+    beam = Iteration("a1", 4, Verdict.PASS, Decision.BEAM_EXPLOIT, "c-b", geomean_ns=21.0e6)
+    failed = Iteration("a1", 5, Verdict.FAIL, Decision.REJECTED, "c-x", geomean_ns=1.0e6)
+    failed_quick = Iteration("a1", 6, Verdict.FAIL, Decision.REJECTED, "c-y", geomean_ns=2.0e6)
+    assert BestFigures.of([quick, slower]) == BestFigures(None, 16.7e6)
+    assert BestFigures.of([quick, full, failed, failed_quick]) == BestFigures(24.4e6, 16.7e6)
+    assert BestFigures.of([quick, full, beam, failed]).full_ns == 21.0e6

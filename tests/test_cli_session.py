@@ -143,6 +143,17 @@ def test_status_shows_each_agents_spend_and_the_sessions(session, capsys, monkey
     assert "session spend $3.50 · 24.0k tok" in out
 
 
+def test_status_shows_each_agents_best_and_a_quick_only_one_marked(session, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "160")
+    paths, where = session
+    write_beat(paths.heartbeat("a1"), Beat(0, "idle", 3, T0, best_geomean_ns=24.15e6))
+    write_beat(paths.heartbeat("a2"), Beat(0, "idle", 5, T0, best_quick_geomean_ns=26.49e6))
+    assert main([*where, "status"]) == 0
+    rows = {line.split()[1]: line for line in capsys.readouterr().out.splitlines() if " a" in line}
+    assert "24.15" in rows["a1"] and "24.15 q" not in rows["a1"]
+    assert "26.49 q" in rows["a2"]
+
+
 def test_pausing_a_stopped_agent_says_how_to_start_it_again(session, capsys):
     paths, where = session
     decide(paths, "a1", Lifecycle.STOP, Desired.STOPPED, Actor.HUMAN, "qrsup stop")

@@ -11,6 +11,7 @@ import git
 import psutil
 import pytest
 from qrsup.agents import inbox
+from qrsup.agents.best_figures import BestFigures
 from qrsup.agents.evaluation import Evaluator
 from qrsup.agents.promotion import promote
 from qrsup.agents.records import read_events
@@ -47,6 +48,8 @@ def test_two_tuner_agents_record_every_evaluation_once_and_promotion_commits_onc
         assert fleet.status(name).state == "stopped"
         rows = store.iterations(name)
         assert sorted(r.iteration for r in rows) == [1, 2]
+        best, shown = BestFigures.of(rows), fleet.status(name)  # the list's figures: the records'
+        assert (shown.best_geomean_ns, shown.best_quick_geomean_ns) == (best.full_ns, best.quick_ns)
         events = iteration_events(paths, name)
         assert sorted(e["iteration"] for e in events) == [1, 2]
         evaluated = [e for e in events if e["evaluated"]]

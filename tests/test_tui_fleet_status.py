@@ -74,6 +74,21 @@ async def test_quota_waits_stalls_and_spend_are_in_the_agent_list(tmp_path):
         assert app.main.query_one(AgentList).border_subtitle == "session spend $0.42 · 21.3k tok"
 
 
+async def test_an_agent_with_quick_figures_only_shows_its_best_marked_quick(tmp_path):
+    """Each agent's best is in the list: the full stage's, else the quick stage's, marked `q`,
+    and never the quick figure beside a full one (another rule's, on fewer specs)."""
+    app = app_with(
+        tmp_path,
+        a2={"best_quick_geomean_ns": 26_490.0},
+        a3={"best_quick_geomean_ns": 26_490.0},
+    )
+    async with app.run_test(size=(120, 30)) as pilot:
+        await until(pilot, lambda: app.main.query_one(AgentList).row_count == 3, 5, "the rows")
+        assert cell(app, "a1", "best") == "0.038"
+        assert cell(app, "a2", "best") == "0.06"
+        assert cell(app, "a3", "best") == "0.02649 q"
+
+
 async def test_a_run_refused_because_the_judge_changed_does_not_read_as_the_candidates_doing(
     tmp_path,
 ):

@@ -29,7 +29,8 @@ from qrsup.supervisor.messages import (
 )
 from qrsup.supervisor.process_stats import ProcessStats, TreeLoad
 from qrsup.supervisor.watchers import FleetSampler, LogFollower, RunWatcher
-from qrsup.supervisor.widgets.leaderboard import geomean_cell, shown_geomean
+from qrsup.supervisor.widgets.format import figure_cell
+from qrsup.supervisor.widgets.leaderboard import shown_geomean
 from qrsup.supervisor.widgets.stats_panel import stats_text
 
 from tests.loop_helpers import wait_for
@@ -123,10 +124,10 @@ def test_a_quick_only_candidate_shows_its_quick_figure_marked_quick_and_is_never
     reader.close()
     entry = next(e for e in board.entries if e.id == "c-quick")
     assert (entry.geomean_ns, entry.quick_geomean_ns) == (None, 700.0)
-    assert geomean_cell(entry).plain == "0.0007 q"
+    assert figure_cell(entry.geomean_ns, entry.quick_geomean_ns).plain == "0.0007 q"
     assert board.best() is not None and board.best().id != "c-quick"
     full = next(e for e in board.entries if e.geomean_ns is not None)
-    assert geomean_cell(full).plain.endswith("q") is False
+    assert figure_cell(full.geomean_ns, full.quick_geomean_ns).plain.endswith("q") is False
     assert shown_geomean(entry) == 700.0 < shown_geomean(full)  # sorted by the figure shown
 
 

@@ -11,7 +11,7 @@ from qrsup.supervisor.widgets.format import (
     age,
     agent_spend,
     agent_state,
-    ms,
+    figure_cell,
     verdict_text,
 )
 from rich.text import Text
@@ -104,7 +104,7 @@ def _cells(number: int, status: AgentStatus) -> tuple[object, ...]:
         Text(status.proposer),
         agent_state(status)[:STATE_WIDTH],
         str(status.iteration),
-        ms(status.best_geomean_ns),
+        figure_cell(status.best_geomean_ns, status.best_quick_geomean_ns),
         Text(agent_spend(status)),
         verdict_text(status.last_verdict),
         heartbeat_age(status.heartbeat_age_s) if status.alive else Text("—"),

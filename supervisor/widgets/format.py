@@ -31,6 +31,14 @@ def ms(ns: float | None) -> str:
     return "—" if ns is None else f"{ns / 1e6:.4g}"
 
 
+def figure_cell(full_ns: float | None, quick_ns: float | None) -> Text:
+    """A full-suite figure; without one, the quick stage's, dimmed and marked `q`, since it was
+    timed under another rule and on fewer specs."""
+    if full_ns is None and quick_ns is not None:
+        return Text(f"{ms(quick_ns)} q", style="dim")
+    return Text(ms(full_ns))
+
+
 def age(seconds: float | None) -> str:
     if seconds is None:
         return "—"

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from qrsup.supervisor.board import Board, LeaderEntry, shown_entries
-from qrsup.supervisor.widgets.format import ms, verdict_text
+from qrsup.supervisor.widgets.format import figure_cell, ms, verdict_text
 from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.message import Message
@@ -135,7 +135,7 @@ class Leaderboard(DataTable):
     def _cells(self, entry: LeaderEntry) -> list[object]:
         return [
             Text(entry.id),
-            geomean_cell(entry),
+            figure_cell(entry.geomean_ns, entry.quick_geomean_ns),
             verdict_text(entry.verdict),
             Text(entry.agent),
             Text(entry.role or "—"),
@@ -149,14 +149,6 @@ def shown_geomean(entry: LeaderEntry) -> float | None:
     """The figure the geomean column shows, which it sorts by: the full-suite geomean, else the
     quick stage's (marked `q`); a fast quick-only row ranks among the full ones it would join."""
     return entry.geomean_ns if entry.geomean_ns is not None else entry.quick_geomean_ns
-
-
-def geomean_cell(entry: LeaderEntry) -> Text:
-    """The full-suite geomean; without one, the quick stage's, dimmed and marked `q`, since it
-    was timed under another rule and on fewer specs."""
-    if entry.geomean_ns is None and entry.quick_geomean_ns is not None:
-        return Text(f"{ms(entry.quick_geomean_ns)} q", style="dim")
-    return Text(ms(entry.geomean_ns))
 
 
 def _made(created_at: float) -> str:
