@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 from qrsup.agents.beam import Scored, Slot, place, source_lines
+from qrsup.agents.best_figures import BestFigures
 from qrsup.agents.decision import geomean_noise
 from qrsup.agents.evaluation import StageResult
-from qrsup.agents.best_figures import BestFigures
 from qrsup.kernels.judge.report import JudgeReport
 from qrsup.kernels.schema import Decision, Inherited, Iteration, Verdict
 
