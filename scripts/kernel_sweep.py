@@ -99,6 +99,9 @@ BOTH_AHEAD = {**AHEAD, **INNER_AHEAD}
 F16 = {"update_precision": "f16x3", "update_apply_precision": "f16x3"}
 F16_APPLY = {"update_apply_precision": "f16x3"}
 F16_ALL = {**F16, "t_precision": "f16x3"}
+# cuBLAS updates' "tf32x3" products from TF32 GEMMs of TF32 splits instead of IEEE GEMMs
+# (library_update.py): at TF32's rate, eight times cuBLAS's fp32 one on sm_90.
+LIBRARY_SPLIT = {"update_library_split": True}
 
 # Launches recorded once and made from the host with each call's A, H and τ (direct_launch.py),
 # in place of graph replay on copies or of Triton's dispatch.
@@ -280,6 +283,7 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         *PER_THREAD,
     ],
     "large": [
+        LIBRARY_SPLIT,
         F16,
         {**F16, "update_library": "triton"},
         GATHER,
@@ -316,6 +320,8 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         *PER_THREAD,
     ],
     "huge": [
+        LIBRARY_SPLIT,
+        {**LIBRARY_SPLIT, "update_apply_precision": "tf32x3"},
         {"update_precision": "f16x3"},
         F16,
         W_BY_COLUMNS,

@@ -38,7 +38,12 @@ from qrsup.kernels.fast.driver import Buffers, l2_hints, mirror_kwargs, prescale
 from qrsup.kernels.fast.geqrf import FastGeqrf, NonFiniteInputError, geqrf
 from qrsup.kernels.fast.interpret import patch_scalar_index
 from qrsup.kernels.fast.launch_record import CopyRecord, LaunchRecord, ZeroRecord, recording
-from qrsup.kernels.fast.library_update import cublas_precision
+from qrsup.kernels.fast.library_update import (
+    cublas_precision,
+    split_bmm,
+    subtract_split_bmm,
+    tf32_split,
+)
 from qrsup.kernels.fast.panel import qr_panel_kernel
 from qrsup.kernels.fast.plan import (
     BlockOp,
@@ -1281,11 +1286,12 @@ def test_cublas_updates_pass_the_gates(
     _assert_passes(a, h, tau)
 
 
-def test_cublas_updates_find_the_factors_the_triton_ones_find(tmp_path: Path) -> None:
+@pytest.mark.parametrize("split", [False, True], ids=["ieee", "tf32-splits"])
+def test_cublas_updates_find_the_factors_the_triton_ones_find(tmp_path: Path, split: bool) -> None:
     """On well-conditioned matrices: rounding alone separates the two (on near-rank-deficient
     ones the last columns' τ differ by far more, and both pass the gates above)."""
     a = generate_input(Spec(batch=3, n=70, cond=1, case="dense", seed=29), device=DEVICE)
-    h, tau = _solver_with(tmp_path, **CUBLAS_UPDATES)(a)
+    h, tau = _solver_with(tmp_path, **CUBLAS_UPDATES, update_library_split=split)(a)
     triton_only = _solver_with(tmp_path, **{**CUBLAS_UPDATES, "update_library": "triton"})
     h_triton, tau_triton = triton_only(a)
     assert torch.allclose(tau, tau_triton, atol=1e-5)
@@ -1310,6 +1316,65 @@ def test_cublas_updates_rescale_extreme_magnitudes_and_read_strided_input(
     assert torch.allclose(tau, tau_unit, atol=1e-6)
     assert torch.allclose(h.triu() / magnitude, h_unit.triu(), rtol=1e-5, atol=1e-5)
     assert torch.allclose(h.tril(-1), h_unit.tril(-1), rtol=1e-5, atol=1e-5)
+
+
+def test_tf32_splits_are_exact_with_hi_on_tf32s_bits() -> None:
+    """hi keeps 10 fraction bits, rounded to nearest (a round-up may carry into the exponent),
+    and lo is the exact rest: a TF32 GEMM reads hi as it is."""
+    gen = torch.Generator().manual_seed(3)
+    x = torch.randn(4096, generator=gen) * 2.0 ** torch.randint(-60, 60, (4096,), generator=gen)
+    carry = torch.tensor([1.0 + (2**13 - 1) * 2.0**-23, -(2.0 - 2.0**-23), 1.0 + 2.0**-11])
+    x = torch.cat((x, carry))
+    hi, lo = tf32_split(x)
+    assert torch.all(hi.view(torch.int32) & 0x1FFF == 0)
+    assert torch.equal(hi + lo, x)
+    assert torch.all(lo.abs() <= x.abs() * 2.0**-11)
+    assert torch.equal(hi[-3:], torch.tensor([1.0 + 2.0**-10, -2.0, 1.0 + 2.0**-10]))
+
+
+def _split_case(gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """V-like, trailing-like and W-like operands of a 64-reflector update, rows scaled apart."""
+    v = torch.randn(3, 300, 64, generator=gen).tril(-1) / 8
+    c = torch.randn(3, 300, 90, generator=gen) * 2.0 ** torch.randint(-20, 4, (3, 300, 1))
+    w = torch.randn(3, 64, 90, generator=gen)
+    return v, c, w
+
+
+def _worst_relative(result: torch.Tensor, exact: torch.Tensor, bound: torch.Tensor) -> float:
+    return float(((result.double() - exact) / bound).abs().max())
+
+
+def test_split_products_carry_fp32s_accuracy_where_each_part_is_read_exactly() -> None:
+    """On the CPU a GEMM reads every split exactly, so what is left is lo·lo (2^-22 of each
+    |a|·|b|) and the fp32 sums: a product that dropped hi·lo or lo·hi would miss by 2^-11."""
+    v, c, w = _split_case(torch.Generator().manual_seed(5))
+    exact = v.double().mT @ c.double()
+    bound = v.double().abs().mT @ c.double().abs()
+    assert _worst_relative(split_bmm(v.mT, c), exact, bound) < 2.0**-20
+    applied = c.clone()
+    subtract_split_bmm(applied, v, w)
+    exact = c.double() - v.double() @ w.double()
+    bound = c.double().abs() + v.double().abs() @ w.double().abs()
+    assert _worst_relative(applied, exact, bound) < 2.0**-20
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_split_products_on_tf32_gemms_stay_near_fp32_where_one_tf32_gemm_does_not() -> None:
+    """cuBLAS rounds every operand to TF32 here: the splits keep the product within a few fp32
+    roundings, while one TF32 GEMM of the same operands misses by about 2^-11."""
+    v, c, w = (x.cuda() for x in _split_case(torch.Generator().manual_seed(5)))
+    exact = v.double().mT @ c.double()
+    bound = v.double().abs().mT @ c.double().abs()
+    with cublas_precision("tf32"):
+        plain = torch.bmm(v.mT, c)
+    assert _worst_relative(plain, exact, bound) > 2.0**-14
+    assert _worst_relative(split_bmm(v.mT, c), exact, bound) < 2.0**-19
+    applied = c.clone()
+    subtract_split_bmm(applied, v, w)
+    exact = c.double() - v.double() @ w.double()
+    bound = c.double().abs() + v.double().abs() @ w.double().abs()
+    assert _worst_relative(applied, exact, bound) < 2.0**-19
 
 
 def test_cublas_updates_hold_a_callers_tf32_setting_to_the_configs_and_restore_it() -> None:

@@ -118,8 +118,8 @@ class ShapeConfig:
     update_library: str
     """Who runs a block's trailing update: "triton" (update.py, update_split.py) or "cublas",
     three batched fp32 GEMMs (Vᵀ·C, Tᵀ·W, C − V·W) at the two update precisions whatever torch's
-    TF32 setting, "tf32x3" and "f16x3" running as IEEE (library_update.py). Updates inside a
-    block stay Triton's."""
+    TF32 setting, "tf32x3" as IEEE unless `update_library_split` and "f16x3" always as IEEE
+    (library_update.py). Updates inside a block stay Triton's."""
     t_precision: str
     """tl.dot precision of the T join's VᵀV and its triangular products."""
     t_gram_rows: int
@@ -171,6 +171,11 @@ class ShapeConfig:
     launch zeroes the next one's part of the other, so a chain of them needs one fill launch
     instead of one each (52 → 1 at 60 × 1024, 192 → 1 at 2 × 4096; plan.py's _hand_over_w).
     On an H100: 60 × 1024 5.208 → 5.162 ms, 8 × 2048 10.059 → 9.902 (docs/benchmarks.md)."""
+    update_library_split: bool
+    """cuBLAS updates run a "tf32x3" product as TF32 GEMMs of its operands' TF32 splits
+    (hi·hi + hi·lo + lo·hi, about fp32's accuracy at the tensor cores' TF32 rate, eight times
+    cuBLAS's fp32 one on sm_90) instead of one IEEE GEMM (library_update.py). Triton's updates
+    split their own operands whatever this says."""
 
     def matches(self, batch: int, n: int) -> bool:
         """Whether a batch × n × n input belongs to this class."""

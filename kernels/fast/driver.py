@@ -226,7 +226,7 @@ def _update(src: torch.Tensor, plan: Plan, op: UpdateOp, out: Buffers) -> None:
     if op.library:
         span = (op.col, op.nb, op.c_start, op.c_end)
         precisions = (shape.update_precision, shape.update_apply_precision)
-        library_update(src, h, t, out.scale, *span, *precisions)
+        library_update(src, h, t, out.scale, *span, precisions, shape.update_library_split)
         return
     col_blocks = triton.cdiv(op.c_end - op.c_start, op.block_n)
     tiles = dict(NBP=op.dot_width, BM=op.block_m, BN=op.block_n)

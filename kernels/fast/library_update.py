@@ -10,9 +10,15 @@ Each product runs at the precision its config asks, whatever torch's TF32 switch
 Tᵀ·W at `update_precision`, V·W at `update_apply_precision`. A caller that enabled TF32 for its
 own matmuls must not weaken this factorization, since plain TF32 in these products fails the
 factor gate at n = 512, while n ≥ 1024 is reported to pass with every product in TF32 (cuBLAS's
-TF32 rate is eight times its fp32 one here). cuBLAS has no 3×TF32, so "tf32x3" (and "f16x3")
-runs at IEEE, which is at least as accurate. The switch is process-wide, so a thread running its
+TF32 rate is eight times its fp32 one here). The switch is process-wide, so a thread running its
 own matmuls at the same moment sees this precision too; the caller's setting is restored after.
+
+cuBLAS has no 3×TF32 product. Under `update_library_split` the update makes one from TF32
+GEMMs of its operands' splits, as update.py does inside a tile: x = hi + lo with hi rounded to
+TF32's 10 fraction bits, so a TF32 GEMM reads it exactly, and lo the exact rest. hi·hi + hi·lo +
+lo·hi then misses x·y by lo·lo (2^-22 of it) and by lo's own rounding to TF32. Otherwise
+"tf32x3", like "f16x3" always and the T join's products here, runs at IEEE, at least as
+accurate.
 """
 
 from __future__ import annotations
@@ -75,6 +81,36 @@ def library_join(
             tt[:, :s, s:e] = -torch.bmm(torch.bmm(tt[:, :s, :s], g[:, :s, s:e]), tt[:, s:e, s:e])
 
 
+def tf32_split(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """x = hi + lo exactly, hi rounded to nearest on TF32's 10 fraction bits (the carry of a
+    round-up moves into the exponent, as it should) and lo at most 2^-11 of |x|."""
+    hi = ((x.view(torch.int32) + 0x1000) & -0x2000).view(torch.float32)
+    return hi, x - hi
+
+
+def split_bmm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """a·b as hi·lo + lo·hi + hi·hi of the operands' TF32 splits, three TF32 GEMMs summed into
+    one output, the small terms first: for Vᵀ·C and Tᵀ·W, whose outputs are small."""
+    a_hi, a_lo = tf32_split(a)
+    b_hi, b_lo = tf32_split(b)
+    with cublas_precision("tf32"):
+        out = torch.bmm(a_hi, b_lo)
+        out.baddbmm_(a_lo, b_hi)
+        return out.baddbmm_(a_hi, b_hi)
+
+
+def subtract_split_bmm(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> None:
+    """c −= a·b from the same three products as one TF32 GEMM over their inner dimensions side
+    by side, [a_hi a_lo a_hi]·[b_lo; b_hi; b_hi]: C − V·W then reads and writes C once, where
+    three GEMMs into C would pass over it three times."""
+    a_hi, a_lo = tf32_split(a)
+    b_hi, b_lo = tf32_split(b)
+    with cublas_precision("tf32"):
+        c.baddbmm_(
+            torch.cat((a_hi, a_lo, a_hi), dim=2), torch.cat((b_lo, b_hi, b_hi), dim=1), alpha=-1.0
+        )
+
+
 def library_update(
     src: torch.Tensor,
     h: torch.Tensor,
@@ -84,18 +120,27 @@ def library_update(
     nb: int,
     c_start: int,
     c_end: int,
-    precision: str,
-    apply_precision: str,
+    precisions: tuple[str, str],
+    split: bool,
 ) -> None:
     """Apply the block reflector of h's columns [col, col + nb) (T: t's leading nb × nb) to the
-    columns [c_start, c_end) of rows [col, n), in h. `src` is A where col = 0, read at `scale`;
-    the rows that become final R (< col + nb) are scaled back as update.py does."""
+    columns [c_start, c_end) of rows [col, n), in h, at (update, apply) precisions, "tf32x3"
+    from TF32 splits where `split` says. `src` is A where col = 0, read at `scale`; the rows
+    that become final R (< col + nb) are scaled back as update.py does."""
     v = explicit_v(h, col, nb)
     c = h[:, col:, c_start:c_end]
     if col == 0:
         torch.mul(src[:, :, c_start:c_end], scale, out=c)
-    with cublas_precision(precision):
-        w = torch.bmm(t[:, :nb, :nb].mT, torch.bmm(v.mT, c))
-    with cublas_precision(apply_precision):
-        c.baddbmm_(v, w, alpha=-1.0)
+    precision, apply_precision = precisions
+    tt = t[:, :nb, :nb].mT
+    if split and precision == "tf32x3":
+        w = split_bmm(tt, split_bmm(v.mT, c))
+    else:
+        with cublas_precision(precision):
+            w = torch.bmm(tt, torch.bmm(v.mT, c))
+    if split and apply_precision == "tf32x3":
+        subtract_split_bmm(c, v, w)
+    else:
+        with cublas_precision(apply_precision):
+            c.baddbmm_(v, w, alpha=-1.0)
     c[:, :nb].div_(scale)
