@@ -1340,22 +1340,27 @@ def _split_case(gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, torch
     return v, c, w
 
 
-def _worst_relative(result: torch.Tensor, exact: torch.Tensor, bound: torch.Tensor) -> float:
+def _relative_error(
+    result: torch.Tensor, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None = None
+) -> float:
+    """Worst |result − a·b| (or − (c − a·b)) over |a|·|b| (+ |c|), in float64."""
+    a, b = a.double(), b.double()
+    exact = a @ b if c is None else c.double() - a @ b
+    bound = a.abs() @ b.abs() + (0.0 if c is None else c.double().abs())
     return float(((result.double() - exact) / bound).abs().max())
+
+
+def _split_errors(v: torch.Tensor, c: torch.Tensor, w: torch.Tensor) -> float:
+    """The worse of the split Vᵀ·C's and C − V·W's relative errors."""
+    applied = c.clone()
+    subtract_split_bmm(applied, v, w)
+    return max(_relative_error(split_bmm(v.mT, c), v.mT, c), _relative_error(applied, v, w, c))
 
 
 def test_split_products_carry_fp32s_accuracy_where_each_part_is_read_exactly() -> None:
     """On the CPU a GEMM reads every split exactly, so what is left is lo·lo (2^-22 of each
     |a|·|b|) and the fp32 sums: a product that dropped hi·lo or lo·hi would miss by 2^-11."""
-    v, c, w = _split_case(torch.Generator().manual_seed(5))
-    exact = v.double().mT @ c.double()
-    bound = v.double().abs().mT @ c.double().abs()
-    assert _worst_relative(split_bmm(v.mT, c), exact, bound) < 2.0**-20
-    applied = c.clone()
-    subtract_split_bmm(applied, v, w)
-    exact = c.double() - v.double() @ w.double()
-    bound = c.double().abs() + v.double().abs() @ w.double().abs()
-    assert _worst_relative(applied, exact, bound) < 2.0**-20
+    assert _split_errors(*_split_case(torch.Generator().manual_seed(5))) < 2.0**-20
 
 
 @pytest.mark.gpu
@@ -1364,17 +1369,10 @@ def test_split_products_on_tf32_gemms_stay_near_fp32_where_one_tf32_gemm_does_no
     """cuBLAS rounds every operand to TF32 here: the splits keep the product within a few fp32
     roundings, while one TF32 GEMM of the same operands misses by about 2^-11."""
     v, c, w = (x.cuda() for x in _split_case(torch.Generator().manual_seed(5)))
-    exact = v.double().mT @ c.double()
-    bound = v.double().abs().mT @ c.double().abs()
     with cublas_precision("tf32"):
         plain = torch.bmm(v.mT, c)
-    assert _worst_relative(plain, exact, bound) > 2.0**-14
-    assert _worst_relative(split_bmm(v.mT, c), exact, bound) < 2.0**-19
-    applied = c.clone()
-    subtract_split_bmm(applied, v, w)
-    exact = c.double() - v.double() @ w.double()
-    bound = c.double().abs() + v.double().abs() @ w.double().abs()
-    assert _worst_relative(applied, exact, bound) < 2.0**-19
+    assert _relative_error(plain, v.mT, c) > 2.0**-14
+    assert _split_errors(v, c, w) < 2.0**-19
 
 
 def test_cublas_updates_hold_a_callers_tf32_setting_to_the_configs_and_restore_it() -> None:
