@@ -195,7 +195,7 @@ def _ask(fleet: Fleet, agent: str, question: str, console: Console) -> int:
 def status_table(fleet: Fleet) -> Table:
     """Agents with their state and spend, and the beam, incumbent and spend of the session."""
     table = Table(title=f"session {fleet.session.name}", title_justify="left")
-    columns = ("agent", "role", "proposer", "state", "it", "best", "spend", "last", "heartbeat")
+    columns = ("agent", "role", "proposer", "state", "it", "best ms", "spend", "last", "heartbeat")
     for column in columns:  # figures never wrap; the state's detail is cut, the goal wraps
         table.add_column(column, no_wrap=True, overflow="ellipsis", max_width=STATE_WIDTH)
     table.add_column("goal", ratio=1)
