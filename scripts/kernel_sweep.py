@@ -203,6 +203,9 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         CUBLAS,
         {**CUBLAS, "block_width": 128},
         {**CUBLAS, "block_width": 128, "panel_width": 32},
+        # cuBLAS's 64-reflector updates at 3×TF32 from TF32 GEMMs, not one IEEE SGEMM.
+        {**CUBLAS, **LIBRARY_SPLIT},
+        {**CUBLAS, **LIBRARY_SPLIT, "block_width": 128},
         LOOKAHEAD,
         {**LOOKAHEAD, "panel_width": 32},
         {**LOOKAHEAD, "block_width": 32, "panel_width": 32},
@@ -257,6 +260,8 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         L2_HINTS,
         CUBLAS,
         {**CUBLAS, "block_width": 128},
+        {**CUBLAS, **LIBRARY_SPLIT},
+        {**CUBLAS, **LIBRARY_SPLIT, "block_width": 128},
         LOOKAHEAD,
         {**LOOKAHEAD, "panel_elems_per_thread": 128},
         {**LOOKAHEAD, "block_width": 32},
