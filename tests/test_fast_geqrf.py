@@ -43,6 +43,7 @@ from qrsup.kernels.fast.library_update import (
     split_bmm,
     subtract_split_bmm,
     tf32_split,
+    transposed,
 )
 from qrsup.kernels.fast.panel import qr_panel_kernel
 from qrsup.kernels.fast.plan import (
@@ -1353,8 +1354,9 @@ def _relative_error(
 def _split_errors(v: torch.Tensor, c: torch.Tensor, w: torch.Tensor) -> float:
     """The worse of the split Vᵀ·C's and C − V·W's relative errors."""
     applied = c.clone()
-    subtract_split_bmm(applied, v, w)
-    return max(_relative_error(split_bmm(v.mT, c), v.mT, c), _relative_error(applied, v, w, c))
+    subtract_split_bmm(applied, tf32_split(v), tf32_split(w))
+    by_split = split_bmm(transposed(tf32_split(v)), tf32_split(c))
+    return max(_relative_error(by_split, v.mT, c), _relative_error(applied, v, w, c))
 
 
 def test_split_products_carry_fp32s_accuracy_where_each_part_is_read_exactly() -> None:

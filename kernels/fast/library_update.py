@@ -81,30 +81,38 @@ def library_join(
             tt[:, :s, s:e] = -torch.bmm(torch.bmm(tt[:, :s, :s], g[:, :s, s:e]), tt[:, s:e, s:e])
 
 
-def tf32_split(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+Split = tuple[torch.Tensor, torch.Tensor]
+
+
+def tf32_split(x: torch.Tensor) -> Split:
     """x = hi + lo exactly, hi rounded to nearest on TF32's 10 fraction bits (the carry of a
     round-up moves into the exponent, as it should) and lo at most 2^-11 of |x|."""
     hi = ((x.view(torch.int32) + 0x1000) & -0x2000).view(torch.float32)
     return hi, x - hi
 
 
-def split_bmm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+def transposed(x: Split) -> Split:
+    """The split of xᵀ, without splitting again (a split is elementwise)."""
+    return x[0].mT, x[1].mT
+
+
+def split_bmm(a: Split, b: Split) -> torch.Tensor:
     """a·b as hi·lo + lo·hi + hi·hi of the operands' TF32 splits, three TF32 GEMMs summed into
     one output, the small terms first: for Vᵀ·C and Tᵀ·W, whose outputs are small."""
-    a_hi, a_lo = tf32_split(a)
-    b_hi, b_lo = tf32_split(b)
+    a_hi, a_lo = a
+    b_hi, b_lo = b
     with cublas_precision("tf32"):
         out = torch.bmm(a_hi, b_lo)
         out.baddbmm_(a_lo, b_hi)
         return out.baddbmm_(a_hi, b_hi)
 
 
-def subtract_split_bmm(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> None:
+def subtract_split_bmm(c: torch.Tensor, a: Split, b: Split) -> None:
     """c −= a·b from the same three products as one TF32 GEMM over their inner dimensions side
     by side, [a_hi a_lo a_hi]·[b_lo; b_hi; b_hi]: C − V·W then reads and writes C once, where
     three GEMMs into C would pass over it three times."""
-    a_hi, a_lo = tf32_split(a)
-    b_hi, b_lo = tf32_split(b)
+    a_hi, a_lo = a
+    b_hi, b_lo = b
     with cublas_precision("tf32"):
         c.baddbmm_(
             torch.cat((a_hi, a_lo, a_hi), dim=2), torch.cat((b_lo, b_hi, b_hi), dim=1), alpha=-1.0
@@ -133,13 +141,15 @@ def library_update(
         torch.mul(src[:, :, c_start:c_end], scale, out=c)
     precision, apply_precision = precisions
     tt = t[:, :nb, :nb].mT
-    if split and precision == "tf32x3":
-        w = split_bmm(tt, split_bmm(v.mT, c))
+    v_split = tf32_split(v) if split and "tf32x3" in precisions else None
+    if v_split is not None and precision == "tf32x3":
+        vtc = split_bmm(transposed(v_split), tf32_split(c))
+        w = split_bmm(tf32_split(tt), tf32_split(vtc))
     else:
         with cublas_precision(precision):
             w = torch.bmm(tt, torch.bmm(v.mT, c))
-    if split and apply_precision == "tf32x3":
-        subtract_split_bmm(c, v, w)
+    if v_split is not None and apply_precision == "tf32x3":
+        subtract_split_bmm(c, v_split, tf32_split(w))
     else:
         with cublas_precision(apply_precision):
             c.baddbmm_(v, w, alpha=-1.0)
