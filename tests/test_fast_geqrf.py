@@ -764,7 +764,9 @@ def test_direct_launches_go_to_one_launch_plans_and_classes_that_ask() -> None:
     one = make_plan(20, 32, dataclasses.replace(single, path="blocked", direct_launch=False))
     several = make_plan(40, 176, dataclasses.replace(small, direct_launch=False))
     asked = make_plan(40, 176, dataclasses.replace(small, direct_launch=True))
-    library = make_plan(8, 2048, dataclasses.replace(large, direct_launch=True))
+    library = make_plan(
+        8, 2048, dataclasses.replace(large, direct_launch=True, update_library="cublas")
+    )
     assert one and several and asked and library and library.library_updates
     assert isinstance(direct_plan(one), DirectPlan) and isinstance(direct_plan(asked), DirectPlan)
     assert direct_plan(several) is None
@@ -1097,9 +1099,13 @@ def test_apply_ahead_reaches_only_the_one_program_updates_of_its_kind(
         launches.clear()
         return found
 
-    _launch_on_meta(640, 512, update_apply_ahead=True, update_stages=3)
+    _launch_on_meta(
+        640, 512, update_apply_ahead=True, inner_update_apply_ahead=False, update_stages=3
+    )
     assert stages() == {(64, 3), (16, None)}
-    _launch_on_meta(640, 512, inner_update_apply_ahead=True)
+    _launch_on_meta(
+        640, 512, update_apply_ahead=False, inner_update_apply_ahead=True, update_stages=2
+    )
     assert stages() == {(64, None), (16, 2)}
     _launch_on_meta(640, 512, update_apply_ahead=True, update_two_pass=True)
     assert stages() == {(16, None)}
