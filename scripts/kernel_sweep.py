@@ -291,6 +291,9 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         LIBRARY_SPLIT,
         F16,
         {**F16, "update_library": "triton"},
+        # f16x3's operands leave shared memory for deeper pipelines (medium-1024 took 3 stages).
+        {"update_stages": 2},
+        {"update_stages": 3},
         GATHER,
         W_BY_COLUMNS,
         W_FILLS,
@@ -328,6 +331,10 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         LIBRARY_SPLIT,
         {**LIBRARY_SPLIT, "update_apply_precision": "tf32x3"},
         {"update_precision": "f16x3"},
+        # large's 64-reflector updates gained 5% moving from cuBLAS to Triton under f16x3
+        # (docs/benchmarks.md, 2026-12-07 twenty-fourth session).
+        {**F16, "update_library": "triton"},
+        {**F16, "update_library": "triton", "update_stages": 2},
         F16,
         W_BY_COLUMNS,
         W_FILLS,
