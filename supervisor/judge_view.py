@@ -44,9 +44,15 @@ def format_ms(ns: float | None) -> str:
 
 
 class JudgeProgress:
-    """A progress bar fed by the referee's progress frames."""
+    """A progress bar fed by the referee's progress frames. Where the output is not a terminal
+    (a pipe, a file, CI) a bar draws nothing, so a long run there would print nothing for minutes:
+    it then writes a plain line to stderr for each phase and each finished spec instead, leaving
+    stdout to the report."""
 
-    def __init__(self, console: Console, title: str) -> None:
+    def __init__(self, console: Console, title: str, lines: Console | None = None) -> None:
+        self._title = title
+        self._lines = None if console.is_terminal else lines or Console(stderr=True)
+        self._phase = ""
         self._progress = Progress(
             TextColumn("[bold]{task.description}"),
             BarColumn(),
@@ -66,11 +72,26 @@ class JudgeProgress:
         self._progress.__exit__(None, None, None)
 
     def update(self, update: ProgressUpdate) -> None:
+        self._write_line(update)
         if update.done is None:
             self._progress.update(self._task, label=f"{update.phase}…")
             return
         label = update.describe()
         self._progress.update(self._task, total=update.total, completed=update.done, label=label)
+
+    def _write_line(self, update: ProgressUpdate) -> None:
+        """A phase's start, once, and each spec's outcome with its mean where it was timed."""
+        if self._lines is None:
+            return
+        if update.done is None:
+            if update.phase == self._phase:
+                return
+            self._phase = update.phase
+        elif update.status is None:
+            return
+        mean = f" {format_ms(update.mean_ns)} ms" if update.mean_ns is not None else ""
+        line = terminal_safe(f"{self._title}: {update.describe()}{mean}")
+        self._lines.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 def report_table(report: JudgeReport, baseline: JudgeReport | None = None) -> Table:

@@ -91,6 +91,10 @@ def test_a_candidates_markup_and_escapes_are_printed_as_text_and_the_json_kept(
     result = run_cli("test", str(cheater), "--suite", str(tiny_suite), "--json", str(out))
     assert result.returncode == 1, result.stdout + result.stderr
     assert "Traceback" not in result.stderr
+    # Piped, the progress is plain lines on stderr, and stdout keeps the report alone.
+    progress = [line for line in result.stderr.splitlines() if line.startswith("test raises_")]
+    assert progress[-1] == "test raises_with_markup_and_escapes.py: test 1/1 2x12 dense c0 → error"
+    assert "raises_with_markup_and_escapes.py: calibrate" not in result.stdout
     words = " ".join(result.stdout.split())  # as wrapped to the terminal's width
     assert "custom_kernel raised RuntimeError: [/x] closing tag" in words
     assert "\x1b" not in result.stdout

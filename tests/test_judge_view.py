@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import io
+
 from qrsup.kernels.judge.report import JudgeReport
-from qrsup.supervisor.judge_view import report_table, spec_note, summary_lines
+from qrsup.kernels.schema import ProgressUpdate
+from qrsup.supervisor.judge_view import JudgeProgress, report_table, spec_note, summary_lines
 from rich.console import Console
 
 RETRIED = {
@@ -60,3 +63,40 @@ def test_the_summary_says_where_calibration_went_when_the_report_has_it():
     assert summary_lines(report)[-1] == (
         "calibration: hello 0.00s, prepare 0.36s, inspect 0.20s over 90 cycles"
     )
+
+
+def _progress_lines(terminal: bool, updates: list[ProgressUpdate]) -> str:
+    """What JudgeProgress writes beside a report console that is (or is not) a terminal."""
+    report_console = Console(file=io.StringIO(), force_terminal=terminal)
+    lines = Console(file=io.StringIO(), width=300)
+    with JudgeProgress(report_console, "bench c.py", lines) as progress:
+        for update in updates:
+            progress.update(update)
+    return lines.file.getvalue()
+
+
+RUN = [
+    ProgressUpdate("calibrate"),
+    ProgressUpdate("calibrate"),
+    ProgressUpdate("load"),
+    ProgressUpdate("benchmark", index=0, total=2, label="20x32 dense c1"),
+    ProgressUpdate(
+        "benchmark", index=0, total=2, label="20x32 dense c1", status="pass", mean_ns=2.5e4
+    ),
+    ProgressUpdate("benchmark", index=1, total=2, label="\x1b[2J640x512 dense c2"),
+    ProgressUpdate("benchmark", index=1, total=2, label="\x1b[2J640x512 dense c2", status="fail"),
+]
+
+
+def test_progress_off_a_terminal_is_a_line_per_phase_and_per_finished_spec():
+    """A bar draws nothing into a pipe, so a long run there says where it is in plain lines."""
+    assert _progress_lines(False, RUN).splitlines() == [
+        "bench c.py: calibrate",
+        "bench c.py: load",
+        "bench c.py: benchmark 1/2 20x32 dense c1 → pass 0.0250 ms",
+        "bench c.py: benchmark 2/2 640x512 dense c2 → fail",
+    ]
+
+
+def test_progress_on_a_terminal_is_the_bar_alone():
+    assert _progress_lines(True, RUN) == ""
