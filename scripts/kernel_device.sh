@@ -29,7 +29,8 @@ mkdir -p "$HOME/.cache/qrsup/triton/$digest" && cp -r "$HOME/.triton/cache/." "$
 step test_fast 40 "${qrsup[@]}" test kernels/candidates/fast_geqrf.py --suite qr_v2 --json "$out/test_fast.json"
 step bench_fast 120 "${qrsup[@]}" bench kernels/candidates/fast_geqrf.py --suite qr_v2 --baseline --json "$out/bench_fast.json"
 step launch_profile 60 python scripts/launch_profile.py  # device time per plan step, by kind
-# GPU_TESTS=1: the GPU tests on the chosen configs too (odd n, batch 1 and 1000, strided input).
+# GPU_TESTS=1: the kernel's GPU tests on the chosen configs too (the qr_v2 test specs, graph
+# replay, direct launches in any layout, the cuBLAS split products).
 if [ "${GPU_TESTS:-0}" = 1 ]; then
   step gpu_tests 120 python -m pytest -q -p no:cacheprovider -m gpu tests/test_fast_geqrf.py
 fi
