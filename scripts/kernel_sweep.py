@@ -99,9 +99,6 @@ BOTH_AHEAD = {**AHEAD, **INNER_AHEAD}
 F16 = {"update_precision": "f16x3", "update_apply_precision": "f16x3"}
 F16_APPLY = {"update_apply_precision": "f16x3"}
 F16_ALL = {**F16, "t_precision": "f16x3"}
-# cuBLAS updates' "tf32x3" products from TF32 GEMMs of TF32 splits instead of IEEE GEMMs
-# (library_update.py): at TF32's rate, eight times cuBLAS's fp32 one on sm_90.
-LIBRARY_SPLIT = {"update_library_split": True}
 
 # Launches recorded once and made from the host with each call's A, H and τ (direct_launch.py),
 # in place of graph replay on copies or of Triton's dispatch.
@@ -203,9 +200,6 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         CUBLAS,
         {**CUBLAS, "block_width": 128},
         {**CUBLAS, "block_width": 128, "panel_width": 32},
-        # cuBLAS's 64-reflector updates at 3×TF32 from TF32 GEMMs, not one IEEE SGEMM.
-        {**CUBLAS, **LIBRARY_SPLIT},
-        {**CUBLAS, **LIBRARY_SPLIT, "block_width": 128},
         LOOKAHEAD,
         {**LOOKAHEAD, "panel_width": 32},
         {**LOOKAHEAD, "block_width": 32, "panel_width": 32},
@@ -234,6 +228,8 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         GATHER,
         AHEAD,
         {**AHEAD, "update_stages": 3},
+        INNER_AHEAD,
+        BOTH_AHEAD,
         W_BY_COLUMNS,
         W_FILLS,
         # At BN = 32 the product's M is below the warpgroup MMA's 64: only BN = 64 gets it.
@@ -260,8 +256,6 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         L2_HINTS,
         CUBLAS,
         {**CUBLAS, "block_width": 128},
-        {**CUBLAS, **LIBRARY_SPLIT},
-        {**CUBLAS, **LIBRARY_SPLIT, "block_width": 128},
         LOOKAHEAD,
         {**LOOKAHEAD, "panel_elems_per_thread": 128},
         {**LOOKAHEAD, "block_width": 32},
@@ -288,9 +282,10 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         *PER_THREAD,
     ],
     "large": [
-        LIBRARY_SPLIT,
-        F16,
-        {**F16, "update_library": "triton"},
+        # large ships f16x3 in Triton: the fused update's walks, C loaded ahead, deeper pipelines.
+        AHEAD,
+        {**AHEAD, "update_stages": 2},
+        F16_ALL,
         # f16x3's operands leave shared memory for deeper pipelines (medium-1024 took 3 stages).
         {"update_stages": 2},
         {"update_stages": 3},
@@ -328,13 +323,12 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         *PER_THREAD,
     ],
     "huge": [
-        LIBRARY_SPLIT,
-        {**LIBRARY_SPLIT, "update_apply_precision": "tf32x3"},
         {"update_precision": "f16x3"},
         # large's 64-reflector updates gained 5% moving from cuBLAS to Triton under f16x3
         # (docs/benchmarks.md, 2026-12-07 twenty-fourth session).
         {**F16, "update_library": "triton"},
         {**F16, "update_library": "triton", "update_stages": 2},
+        {**F16, **AHEAD, "update_library": "triton"},
         F16,
         W_BY_COLUMNS,
         W_FILLS,
