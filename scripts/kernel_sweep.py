@@ -4,14 +4,17 @@ Per shape class, every variant (the class's shipped point changed by a few knobs
 per-product precision, row-split Gram, look-ahead, row-split panels) first runs the class's qr_v2
 test specs, and extra rowscale/band/mixed specs, through the gates in parallel worker processes
 (which also compiles every kernel into the shared Triton cache); the variants that pass with
-margin are then timed in one process on the class's benchmark specs (each benchmark spec's first
-input is checked too), and the fastest becomes the class's point.
+margin are then timed in one process: every one on the class's first benchmark spec (a screen), and
+the shipped point with the KEEP fastest of the screen on all the class's benchmark specs (each
+benchmark spec's first input is checked too). The fastest geomean becomes the class's point. The
+screen is what lets a class of 75 variants be timed within one call: timing each on all its specs
+left most of medium's untimed.
 
-`python scripts/kernel_sweep.py --out DIR [--workers N]` writes DIR/sweep.json, DIR/configs.toml
-(the chosen point per class) and DIR/profile.txt, and prints a short table last. Its timings steer
-choices only; claims come from `qrsup bench` on the configs it wrote. `--only KNOB[,KNOB]`
-keeps, per class, the shipped point and the variants that set one of them (e.g. `--only
-lookahead`), so one short call measures one idea against the current configs.
+`python scripts/kernel_sweep.py --out DIR [--workers N] [--keep K]` writes DIR/sweep.json,
+DIR/configs.toml (the chosen point per class) and DIR/profile.txt, and prints a short table last.
+Its timings steer choices only; claims come from `qrsup bench` on the configs it wrote.
+`--only KNOB[,KNOB]` keeps, per class, the shipped point and the variants that set one of them
+(e.g. `--only lookahead`), so one short call measures one idea against the current configs.
 """
 
 from __future__ import annotations
@@ -372,6 +375,11 @@ def with_class(base: Config, name: str, knobs: dict[str, object]) -> Config:
     return base.with_table(base.arch, shapes)
 
 
+def variant(base: Config, name: str, row: dict[str, object]) -> Config:
+    """`base` with class `name` changed by the knobs of a sweep row."""
+    return with_class(base, name, row["knobs"])  # type: ignore[arg-type]
+
+
 def class_specs(config: Config, name: str, specs: tuple[Spec, ...]) -> list[Spec]:
     """The specs that shape class `name` serves."""
     return [s for s in specs if config.for_shape(s.batch, s.n).name == name]
@@ -468,6 +476,27 @@ class Timer:
         return sorted(per_call)[len(per_call) // 2]
 
 
+def timed(
+    row: dict[str, object], timer: Timer, config: Config, specs: list[Spec], key: str
+) -> None:
+    """row[key] ← the geomean of `specs`' per-call ms under `config` (row["ms"] keeps each spec's);
+    a failing benchmark input disqualifies the variant instead."""
+    try:
+        solver = FastGeqrf(config)
+        row["ms"] |= {s.label: timer.time(solver, s) for s in specs}  # type: ignore[operator]
+        row[key] = geomean([row["ms"][s.label] for s in specs])  # type: ignore[index]
+    except Exception as error:  # a failing benchmark input disqualifies the variant
+        row["ok"] = False
+        row["reasons"].append(f"bench: {type(error).__name__}: {str(error)[:200]}")  # type: ignore[union-attr]
+
+
+def finalists(rows: list[dict[str, object]], keep: int) -> list[dict[str, object]]:
+    """The shipped point (knobs {}) and the `keep` fastest other rows of the screen."""
+    screened = [r for r in rows if math.isfinite(float(r.get("screen_ms", math.inf)))]  # type: ignore[arg-type]
+    fastest = sorted((r for r in screened if r["knobs"]), key=lambda r: r["screen_ms"])[:keep]
+    return [r for r in screened if not r["knobs"]] + fastest
+
+
 def geomean(values: list[float]) -> float:
     return math.exp(sum(map(math.log, values)) / len(values))
 
@@ -500,6 +529,12 @@ def main() -> None:
     )
     parser.add_argument("--check-s", type=float, default=150.0, help="time allowed for checks")
     parser.add_argument("--time-s", type=float, default=120.0, help="time allowed for timing")
+    parser.add_argument(
+        "--keep",
+        type=int,
+        default=4,
+        help="variants a class times on all its specs after the screen",
+    )
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     base = load_config()
@@ -526,27 +561,29 @@ def main() -> None:
     report: dict[str, object] = {"torch": torch.__version__, "check_s": check_s}
     rows = []
     time_deadline = time.perf_counter() + args.time_s
-    for name in names:
+    for index, name in enumerate(names):
         specs = class_specs(base, name, bench)
-        best_knobs, best_ms = None, math.inf
-        for row in (r for r in checks if r["class"] == name):
+        class_rows = [r for r in checks if r["class"] == name]
+        # Each class may screen until its share of the time left, keeping some for its finalists.
+        share = (time_deadline - time.perf_counter()) / (len(names) - index)
+        screen_deadline = time.perf_counter() + 0.7 * share
+        for row in class_rows:
             row["ms"] = {}
-            if with_margin(row) and specs and time.perf_counter() < time_deadline:
-                solver = FastGeqrf(with_class(base, name, row["knobs"]))  # type: ignore[arg-type]
-                try:
-                    row["ms"] = {s.label: timer.time(solver, s) for s in specs}
-                    row["geomean_ms"] = geomean(list(row["ms"].values()))
-                except Exception as error:  # a failing benchmark input disqualifies the variant
-                    row["ok"] = False
-                    row["reasons"].append(f"bench: {type(error).__name__}: {str(error)[:200]}")
-            score = row.get("geomean_ms", math.inf)
-            if score < best_ms:
-                best_knobs, best_ms = row["knobs"], score
+            if with_margin(row) and specs and time.perf_counter() < screen_deadline:
+                timed(row, timer, variant(base, name, row), specs[:1], "screen_ms")
+        best_knobs, best_ms = None, math.inf
+        for row in finalists(class_rows, args.keep):
+            if time.perf_counter() < time_deadline:
+                timed(row, timer, variant(base, name, row), specs, "geomean_ms")
+            if row.get("geomean_ms", math.inf) < best_ms:
+                best_knobs, best_ms = row["knobs"], row["geomean_ms"]
+        for row in class_rows:
             rows.append(row)
             print(
                 f"{name:12s} {json.dumps(row['knobs'])[:96]:96s} ok={row['ok']!s:5s} "
                 f"f={row['factor']:.2f} o={row['orth']:.2f} first={row['first_s']:.1f}s "
-                f"gm={score:.4f}",
+                f"screen={row.get('screen_ms', math.inf):.4f} "
+                f"gm={row.get('geomean_ms', math.inf):.4f}",
                 flush=True,
             )
         if best_knobs is None:

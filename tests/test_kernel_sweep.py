@@ -47,3 +47,19 @@ def test_a_value_outside_the_space_is_caught(tmp_path: Path) -> None:
     path.write_text(dump_config(SWEEP.with_class(load_config(), "medium", {"panel_width": 48})))
     with pytest.raises(ConfigError):
         load_config(path)
+
+
+def test_finalists_are_the_shipped_point_and_the_fastest_of_the_screen() -> None:
+    """Only finalists are timed on every spec of a class, so the shipped point must be among them
+    whatever its screen time, and variants the screen did not reach or that failed stay out."""
+    rows: list[dict[str, object]] = [
+        {"knobs": {}, "screen_ms": 5.0},
+        {"knobs": {"a": 1}, "screen_ms": 4.0},
+        {"knobs": {"b": 1}, "screen_ms": 6.0},
+        {"knobs": {"c": 1}, "screen_ms": 3.0},
+        {"knobs": {"d": 1}},  # the screen ran out of time before it
+        {"knobs": {"e": 1}, "screen_ms": float("inf")},
+    ]
+    chosen = SWEEP.finalists(rows, keep=2)
+    assert [r["knobs"] for r in chosen] == [{}, {"c": 1}, {"a": 1}]
+    assert SWEEP.finalists(rows[1:], keep=9) == [rows[3], rows[1], rows[2]]
