@@ -3,9 +3,9 @@
 # the claim on the configs it chose: `qrsup test` and `qrsup bench --baseline` (contest rule), and
 # where each shape's time goes, step by step (scripts/launch_profile.py).
 # Usage: [SWEEP_LIMIT_S=300] [GPU_TESTS=1] kernel_device.sh OUT [SWEEP_ARGS...] (keep the sweep's
-# --check-s and --time-s within SWEEP_LIMIT_S, and the whole within a call's 600 s); results come
-# back packed in OUT/results.tgz, and the chosen configs and the short tables as separate files in
-# OUT. Carry .whl.
+# --check-s and --time-s 60 s under SWEEP_LIMIT_S, for its start and its closing timing and
+# profile, and the whole within a call's 600 s); results come back packed in OUT/results.tgz,
+# and the chosen configs and the short tables as separate files in OUT. Carry .whl.
 set -uo pipefail
 out=${1:?output directory}
 shift

@@ -595,8 +595,10 @@ def main() -> None:
             chosen = with_class(chosen, name, best_knobs)  # type: ignore[arg-type]
     report["variants"] = rows
 
+    # Written before the closing timing and profile, so a call cut short there keeps the choice.
     header = [line for line in DEFAULT_CONFIGS.read_text().splitlines() if line.startswith("#")]
     (args.out / "configs.toml").write_text("\n".join(header) + "\n\n" + dump_config(chosen))
+    (args.out / "sweep.json").write_text(json.dumps(report, indent=1, default=str))
     solver = FastGeqrf(chosen)
     final = {s.label: timer.time(solver, s) for s in bench if s.case == "dense"}
     report["chosen_dense_ms"] = final

@@ -214,14 +214,17 @@ def test_a_plan_mixing_panel_widths_passes() -> None:
 
 
 def test_transposed_and_strided_inputs_pass_and_are_not_mutated() -> None:
+    """Whatever A's strides, H comes back in the layout its shape class declares (by columns
+    where `column_major` is set, as torch.geqrf returns it, else by rows)."""
     base = torch.randn(3, 36, 72, device=DEVICE)
     strided = base[:, :, ::2]
     transposed = torch.randn(3, 36, 36, device=DEVICE).mT
+    by_columns = load_config().for_shape(3, 36).column_major
     for a in (strided, transposed):
         before = a.clone()
         h, tau = geqrf(a)
         assert torch.equal(a, before)
-        assert h.is_contiguous()
+        assert (h.mT if by_columns else h).is_contiguous()
         _assert_passes(a, h, tau)
 
 
@@ -800,6 +803,19 @@ def test_fused_path_passes_awkward_sizes(
     _assert_passes(a, h, tau)
 
 
+def test_fused_path_under_column_major_returns_h_by_rows(
+    tmp_path: Path, nan_poisoned_empty: None
+) -> None:
+    """The fused kernel walks H along contiguous rows, so a class that sets `column_major` (as
+    small did when the fused path was tried in it) gets H by rows there, and correct factors:
+    by columns, every factor came back non-finite."""
+    solver = _solver_with(tmp_path, **FUSED, **FUSED_TILES, column_major=True)
+    a = generate_input(Spec(batch=2, n=40, cond=2, case="mixed", seed=5), device=DEVICE)
+    h, tau = solver(a)
+    assert h.is_contiguous()
+    _assert_passes(a, h, tau)
+
+
 WARP = {"path": "warp"}
 
 
@@ -1192,7 +1208,7 @@ def test_column_major_h_passes_and_matches_row_major(
     _assert_passes(a, h, tau)
     assert h.stride()[1:] == (1, spec.n)
     if INTERPRET_HERE:
-        h_rows, tau_rows = _solver_with(tmp_path, **knobs)(a)
+        h_rows, tau_rows = _solver_with(tmp_path, **knobs, column_major=False)(a)
         assert h_rows.stride()[1:] == (spec.n, 1)
         assert torch.allclose(h, h_rows, atol=1e-5) and torch.allclose(tau, tau_rows, atol=1e-6)
 

@@ -264,6 +264,12 @@ class Plan:
     """How many W buffers (2 where row-split updates zero each other's part of W)."""
 
     @functools.cached_property
+    def h_by_columns(self) -> bool:
+        """H is stored by columns where the class sets `column_major`, except on the fused path,
+        whose one kernel walks H along contiguous rows."""
+        return self.shape.column_major and not isinstance(self.ops[0], FusedOp)
+
+    @functools.cached_property
     def library_updates(self) -> bool:
         """Whether any update runs through cuBLAS (and so needs the per-matrix scale): asked on
         every eager call, so walked once per plan."""
