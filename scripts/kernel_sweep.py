@@ -66,6 +66,7 @@ INNER_TWO_PASS = {"inner_update_two_pass": True}
 BOTH_TWO_PASS = {**TWO_PASS, **INNER_TWO_PASS}
 # H stored by columns: Vᵀ·C and VᵀV run along contiguous rows; panels read a row-major copy.
 COLUMN_MAJOR = {"column_major": True}
+ROW_MAJOR = {"column_major": False}  # where the class ships H by columns
 # A second blocking level: blocks update only their outer block's columns, and cuBLAS updates the
 # rest once per outer block at rank 128, 256 or 512 (plan.py).
 OUTER_128, OUTER_256, OUTER_512 = ({"outer_block_width": w} for w in (128, 256, 512))
@@ -129,7 +130,7 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         {"update_max_registers": 168},
         {"update_max_registers": 128},
         *PER_THREAD,
-        COLUMN_MAJOR,
+        ROW_MAJOR,
         {**COLUMN_MAJOR, "update_stages": 1},
         BOTH_TWO_PASS,
         TWO_PASS,
@@ -177,7 +178,7 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         # An inner update covers 48, 32 or 16 columns: 64-wide tiles left half of them masked.
         {"inner_update_block_n": 64},
         {"inner_update_block_n": 16},
-        COLUMN_MAJOR,
+        ROW_MAJOR,
         {**COLUMN_MAJOR, "update_stages": 2},
         {**COLUMN_MAJOR, **INNER_TWO_PASS},
         {**COLUMN_MAJOR, "update_block_m": 128},
@@ -245,7 +246,7 @@ VARIANTS: dict[str, list[dict[str, object]]] = {
         CAPPED_ONE_STAGE,  # its 64-reflector updates: 900 programs in 3 rounds, not 4
         {"inner_update_block_n": 64},
         {"inner_update_block_n": 16},
-        COLUMN_MAJOR,
+        ROW_MAJOR,
         {**COLUMN_MAJOR, "update_stages": 2},
         {**COLUMN_MAJOR, **INNER_TWO_PASS},
         {**COLUMN_MAJOR, "block_width": 128},
