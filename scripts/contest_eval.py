@@ -5,11 +5,14 @@ task.py, task.yml) with `problems/pmpp_v2/utils.py` beside it; nothing of it is 
 repository. Usage:
 
     python scripts/contest_eval.py HARNESS_DIR submission.py --mode test benchmark \
-        [--qrsup-json bench.json ...] [--json out.json]
+        [--suite edges] [--qrsup-json bench.json ...] [--json out.json]
 
 Each mode runs `POPCORN_FD=... python eval.py MODE FILE` in a scratch copy of the harness, with the
-task's specs written in the harness's `key: value; ...` format. With `--qrsup-json`, every
-`qrsup bench --json` report given is compared spec by spec with the harness's benchmark means.
+task's specs written in the harness's `key: value; ...` format. `--suite` gives the harness a
+qrsup suite's specs instead (its tests in test mode, its benchmarks otherwise): `--suite edges
+--mode test` checks the shapes the contest's lists leave out with the contest's own checker. With
+`--qrsup-json`, every `qrsup bench --json` report given is compared spec by spec with the
+harness's benchmark means.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from qrsup.kernels.suites import Spec, get_suite
 from qrsup.kernels.timing import geomean
 
 HARNESS_FILES = ("eval.py", "reference.py", "task.py", "utils.py")
@@ -47,9 +51,26 @@ def spec_line(spec: dict) -> str:
     return "; ".join(f"{key}: {value}" for key, value in spec.items())
 
 
-def run_mode(harness: Path, submission: Path, mode: str, timeout_s: float) -> dict:
-    """One eval.py run in a scratch copy of the harness; its POPCORN lines parsed."""
-    specs = task_specs(harness / "task.yml")[MODE_SPECS[mode]]
+def suite_specs(name: str, mode: str) -> list[dict]:
+    """A qrsup suite's specs for `mode`, as the harness's task.yml lists them."""
+    suite = get_suite(name)
+    return [harness_spec(s) for s in (suite.tests if mode == "test" else suite.benchmarks)]
+
+
+def harness_spec(spec: Spec) -> dict:
+    """The harness's eval.py reads a spec's values as integers or words only."""
+    if not float(spec.cond).is_integer():
+        raise ValueError(f"{spec.label}: the contest's harness reads only integer cond values")
+    cond = int(spec.cond)
+    return {"batch": spec.batch, "n": spec.n, "cond": cond, "seed": spec.seed, "case": spec.case}
+
+
+def run_mode(
+    harness: Path, submission: Path, mode: str, timeout_s: float, specs: list[dict] | None = None
+) -> dict:
+    """One eval.py run in a scratch copy of the harness, on `specs` (default: task.yml's list
+    for the mode); its POPCORN lines parsed."""
+    specs = specs if specs is not None else task_specs(harness / "task.yml")[MODE_SPECS[mode]]
     with tempfile.TemporaryDirectory(prefix="contest-eval-") as scratch:
         work = Path(scratch)
         for name in HARNESS_FILES:
@@ -140,6 +161,7 @@ def main() -> int:
     parser.add_argument("submission", type=Path)
     parser.add_argument("--mode", nargs="+", default=["test", "benchmark"], choices=MODE_SPECS)
     parser.add_argument("--timeout-s", type=float, default=480.0)
+    parser.add_argument("--suite", help="a qrsup suite's specs instead of task.yml's (edges, …)")
     parser.add_argument("--qrsup-json", type=Path, nargs="*", default=[])
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
@@ -147,7 +169,16 @@ def main() -> int:
     if missing or not args.submission.is_file():
         what = f"{args.harness} lacks {', '.join(missing)}" if missing else "no such submission"
         parser.error(f"{what} (see this script's docstring for the harness files)")
-    results = [run_mode(args.harness, args.submission, m, args.timeout_s) for m in args.mode]
+    results = [
+        run_mode(
+            args.harness,
+            args.submission,
+            mode,
+            args.timeout_s,
+            suite_specs(args.suite, mode) if args.suite else None,
+        )
+        for mode in args.mode
+    ]
     for result in results:
         fields = result["fields"]
         print(f"== eval.py {result['mode']}: rc={result['returncode']} wall={result['wall_s']}s")

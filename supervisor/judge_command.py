@@ -37,7 +37,9 @@ def add_judge_commands(commands: argparse._SubParsersAction) -> None:
     ):
         sub = commands.add_parser(name, help=help_text)
         sub.add_argument("file", type=Path, help="a Python file defining custom_kernel(A)")
-        sub.add_argument("--suite", help="qr_v2, smoke, or a suite .toml (default: by device)")
+        sub.add_argument(
+            "--suite", help="qr_v2, smoke, edges, or a suite .toml (default: by device)"
+        )
         sub.add_argument("--seed", help="secret seed mixed into every spec's seed")
         sub.add_argument("--device", help="cpu, cuda or cuda:N (default: cuda if present)")
         sub.add_argument("--json", type=Path, dest="json_out", help="write the report here")

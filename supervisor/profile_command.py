@@ -30,7 +30,7 @@ from rich.text import Text
 def add_profile_command(commands: argparse._SubParsersAction) -> None:
     sub = commands.add_parser("profile", help="profile one benchmark spec of a candidate file")
     sub.add_argument("file", type=Path, help="a Python file defining custom_kernel(A)")
-    sub.add_argument("--suite", help="qr_v2, smoke, or a suite .toml (default: by device)")
+    sub.add_argument("--suite", help="qr_v2, smoke, edges, or a suite .toml (default: by device)")
     sub.add_argument("--spec", type=int, default=0, help="benchmark index in the suite (0)")
     sub.add_argument("--device", help="cpu, cuda or cuda:N (default: cuda if present)")
     sub.add_argument("--json", type=Path, dest="json_out", help="write the summary here")

@@ -3,7 +3,16 @@
 from __future__ import annotations
 
 import pytest
-from qrsup.kernels.suites import CASES, QR_V2, SMOKE, SuiteError, get_suite, load_suite_toml
+from qrsup.kernels.fast.config import load_config
+from qrsup.kernels.suites import (
+    CASES,
+    EDGES,
+    QR_V2,
+    SMOKE,
+    SuiteError,
+    get_suite,
+    load_suite_toml,
+)
 
 
 def test_qr_v2_has_the_contract_spec_counts():
@@ -16,6 +25,25 @@ def test_smoke_covers_every_case_and_n_from_one_to_256():
     assert {s.case for s in SMOKE.tests} == set(CASES)
     sizes = {s.n for s in SMOKE.tests}
     assert min(sizes) == 1 and max(sizes) == 256
+
+
+def test_edges_cross_every_shape_class_bound_with_every_case_and_extreme_batches():
+    """What the contest's lists leave out: for each shipped class bound, an odd n on each side;
+    n past the contest's 4096; batch 1 and 1000; every case, at more than one size."""
+    sizes = {s.n for s in EDGES.tests}
+    bounds = [shape.n_max for shape in load_config().shapes if shape.n_max is not None]
+    for bound in bounds:
+        assert any(bound - 2 <= n < bound and n % 2 for n in sizes), bound
+        assert any(bound < n <= bound + 2 and n % 2 for n in sizes), bound
+    assert max(sizes) > 4096
+    assert {1, 1000} <= {s.batch for s in EDGES.tests}
+    for case in CASES:
+        assert len({s.n for s in EDGES.tests if s.case == case}) >= 2, case
+    specs = EDGES.tests + EDGES.benchmarks
+    assert len({s.seed for s in specs}) == len(specs)
+    assert not {(s.batch, s.n, s.case) for s in specs} & {
+        (s.batch, s.n, s.case) for s in QR_V2.tests + QR_V2.benchmarks
+    }
 
 
 def test_secret_seed_changes_every_seed_and_nothing_else():
@@ -57,5 +85,5 @@ def test_malformed_user_suites_get_clear_errors(tmp_path, text, message):
 
 
 def test_unknown_suite_name_lists_the_known_ones():
-    with pytest.raises(SuiteError, match="built-in: qr_v2, smoke"):
+    with pytest.raises(SuiteError, match="built-in: edges, qr_v2, smoke"):
         get_suite("nonsense")

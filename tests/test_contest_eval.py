@@ -1,0 +1,52 @@
+"""scripts/contest_eval.py hands a qrsup suite's specs to the contest's harness. It runs only on a
+lent GPU with the harness beside it, so the spec lists it writes are checked here: a wrong field
+would cost a device call before the harness said anything."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from qrsup.kernels.suites import EDGES, Spec
+
+from tests.conftest import ROOT
+
+
+def _script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("contest_eval", ROOT / "scripts/contest_eval.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+CONTEST_EVAL = _script()
+
+
+def test_a_suites_specs_read_back_as_task_yml_lists_them(tmp_path: Path) -> None:
+    """Written in task.yml's form, the edges suite's lists read back field for field, each in the
+    harness's `key: value; ...` line with the suite's own batch, n, cond, seed and case."""
+    tests = CONTEST_EVAL.suite_specs("edges", "test")
+    benchmarks = CONTEST_EVAL.suite_specs("edges", "benchmark")
+    lines = ["tests:", *(f"  - {json.dumps(s)}" for s in tests)]
+    lines += ["benchmarks:", *(f"  - {json.dumps(s)}" for s in benchmarks)]
+    (tmp_path / "task.yml").write_text("\n".join(lines) + "\n")
+    assert CONTEST_EVAL.task_specs(tmp_path / "task.yml") == {
+        "tests": tests,
+        "benchmarks": benchmarks,
+    }
+    assert len(tests) == len(EDGES.tests) and len(benchmarks) == len(EDGES.benchmarks)
+    first = EDGES.tests[0]
+    assert CONTEST_EVAL.spec_line(tests[0]) == (
+        f"batch: {first.batch}; n: {first.n}; cond: {int(first.cond)}; seed: {first.seed}; "
+        f"case: {first.case}"
+    )
+
+
+def test_a_fractional_cond_is_refused_before_the_harness_sees_it() -> None:
+    """eval.py parses values as integers or words: `cond: 0.5` would stop it with exit 113."""
+    with pytest.raises(ValueError, match="integer cond"):
+        CONTEST_EVAL.harness_spec(Spec(batch=2, n=64, cond=0.5, case="dense", seed=1))
