@@ -7,6 +7,10 @@
 # with the call (carry it, and .whl). Set CUDA_VISIBLE_DEVICES to keep the steps on one GPU, and
 # CANDIDATE_JSON to a `qrsup bench --json` of the candidate from the same call to skip its bench;
 # NO_BENCH=1 skips both benches (the contest's eval.py alone, for a call short of time).
+# SUITE=edges instead gates a qrsup suite's test specs with both checkers, no benches: `qrsup test
+# --suite edges` on the candidate, and the export through eval.py's test mode on the same specs
+# (`scripts/contest_eval.py --suite`), a checker independent of this repository (issue 12's
+# shapes nobody benchmarks).
 set -uo pipefail
 out=${1:?output directory}
 harness=${2:?the contest harness folder}
@@ -17,7 +21,11 @@ fast=kernels/candidates/fast_geqrf.py
 step export 60 "${qrsup[@]}" export $fast -o "$out/submission.py" --force
 wc -c "$out/submission.py" | tee -a "$out/steps.txt"
 qrsup_json=()
-if [ -z "${NO_BENCH:-}" ]; then
+modes=(--mode test benchmark)
+if [ -n "${SUITE:-}" ]; then
+  step test_suite 300 "${qrsup[@]}" test $fast --suite "$SUITE" --json "$out/test_suite.json"
+  modes=(--mode test --suite "$SUITE")
+elif [ -z "${NO_BENCH:-}" ]; then
   if [ -n "${CANDIDATE_JSON:-}" ]; then  # the candidate's bench from earlier in the same call
     cp "$CANDIDATE_JSON" "$out/bench_candidate.json"
   else
@@ -27,7 +35,7 @@ if [ -z "${NO_BENCH:-}" ]; then
   qrsup_json=(--qrsup-json "$out/bench_candidate.json" "$out/bench_export.json")
 fi
 step contest_eval 420 python scripts/contest_eval.py "$harness" "$out/submission.py" \
-  --mode test benchmark "${qrsup_json[@]}" --json "$out/contest_eval.json"
+  "${modes[@]}" "${qrsup_json[@]}" --json "$out/contest_eval.json"
 cat "$out/steps.txt"
-grep -E "verdict|geomean" "$out"/bench_*.txt 2>/dev/null
-grep -vE "^(benchmark|test)\.[0-9]+\.(std|err|best|worst|runs)" "$out/contest_eval.txt" | tail -n 60
+grep -E "verdict|geomean" "$out"/bench_*.txt "$out"/test_suite.txt 2>/dev/null
+grep -vE "^(benchmark|test)\.[0-9]+\.(std|err|best|worst|runs)" "$out/contest_eval.txt" | tail -n 140

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 import psutil
@@ -23,6 +25,16 @@ if TYPE_CHECKING:
 ROOT = Path(__file__).resolve().parent.parent
 CHEATERS = Path(__file__).resolve().parent / "cheaters"
 CANDIDATES = ROOT / "kernels" / "candidates"
+
+
+def load_script(name: str) -> ModuleType:
+    """scripts/NAME.py as a module: the device scripts' pure parts are tested on the CPU."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
 
 TINY = Suite(
     name="tiny",

@@ -4,26 +4,15 @@ would cost a device call before the harness said anything."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 from qrsup.kernels.suites import EDGES, Spec
 
-from tests.conftest import ROOT
+from tests.conftest import load_script
 
-
-def _script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("contest_eval", ROOT / "scripts/contest_eval.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-CONTEST_EVAL = _script()
+CONTEST_EVAL = load_script("contest_eval")
 
 
 def test_a_suites_specs_read_back_as_task_yml_lists_them(tmp_path: Path) -> None:

@@ -4,25 +4,14 @@ cost a scarce device call before anything was timed."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 from qrsup.kernels.fast.config import ConfigError, dump_config, load_config
 
-from tests.conftest import ROOT
+from tests.conftest import load_script
 
-
-def _sweep() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("kernel_sweep", ROOT / "scripts/kernel_sweep.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-SWEEP = _sweep()
+SWEEP = load_script("kernel_sweep")
 
 
 def test_every_class_the_sweep_varies_is_a_shipped_class() -> None:
