@@ -90,6 +90,7 @@ class AgentStatus:
     stalled: int = 0  # evaluations without a gain beyond the noise; 0 while not stalled
     judging: str | None = None  # the candidate in its judge run now; None unless evaluating one
     best_quick_geomean_ns: float | None = None  # shown, marked, while best_geomean_ns is None
+    stopping: bool = False  # asked to stop; it finishes the evaluation in flight first
 
 
 class Fleet:
@@ -382,6 +383,8 @@ class Fleet:
         state, detail = (beat.state, beat.detail) if beat else ("starting", "")
         if not alive:
             state, detail = self._at_rest(name, beat)
+        asked_to_stop = (Desired.STOPPED, Desired.QUIT)
+        stopping = alive and read_control(self.paths, name).desired in asked_to_stop
         age = time.time() - beat.updated_at if beat else None
         return AgentStatus(
             name=name,
@@ -398,6 +401,7 @@ class Fleet:
             last_verdict=beat.last_verdict if beat else None,
             detail=detail,
             judging=beat.candidate if beat and alive and state == "evaluating" else None,
+            stopping=stopping,
             **_extra_fields(beat.extra if beat else {}, spec),
         )
 

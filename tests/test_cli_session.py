@@ -214,6 +214,24 @@ def test_stop_says_the_agents_finish_their_evaluation_then_that_they_stopped(
         assert read_control(paths, name).desired == Desired.STOPPED
 
 
+def test_an_agent_asked_to_stop_reads_stopping_until_its_evaluation_ends(
+    session, a1_running, capsys
+):
+    """A stop waits for the evaluation in flight (minutes on a CPU): meanwhile the agent list
+    says so, where it used to show the evaluation alone as if nothing had been asked."""
+    paths, where = session
+    assert not Fleet(paths).status("a1").stopping
+    for desired in (Desired.STOPPED, Desired.QUIT):  # `qrsup stop`, or quitting with "stop them"
+        decide(paths, "a1", Lifecycle.STOP, desired, Actor.HUMAN, "qrsup stop")
+        assert Fleet(paths).status("a1").stopping
+        assert main([*where, "status"]) == 0
+        row = next(line for line in capsys.readouterr().out.splitlines() if " a1 " in line)
+        assert "stopping · " in row
+    decide(paths, "a2", Lifecycle.STOP, Desired.STOPPED, Actor.HUMAN, "qrsup stop")
+    assert not Fleet(paths).status("a2").stopping  # not running: it reads "stopped"
+    assert Fleet(paths).status("a2").state == "stopped"
+
+
 def test_promote_on_the_command_line_says_a_slower_figure_needs_force(session, capsys, monkeypatch):
     _, where = session
     asked = []

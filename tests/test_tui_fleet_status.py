@@ -74,6 +74,14 @@ async def test_quota_waits_stalls_and_spend_are_in_the_agent_list(tmp_path):
         assert app.main.query_one(AgentList).border_subtitle == "session spend $0.42 · 21.3k tok"
 
 
+async def test_an_agent_asked_to_stop_shows_stopping_before_its_state(tmp_path):
+    app = app_with(tmp_path, a2={"state": "proposing", "stopping": True, "pid": 102, "alive": True})
+    async with app.run_test(size=(120, 30)) as pilot:
+        await until(pilot, lambda: app.main.query_one(AgentList).row_count == 3, 5, "the rows")
+        assert cell(app, "a2", "state") == "stopping · proposing"
+        assert not cell(app, "a3", "state").startswith("stopping")
+
+
 async def test_an_agent_with_quick_figures_only_shows_its_best_marked_quick(tmp_path):
     """Each agent's best is in the list: the full stage's, else the quick stage's, marked `q`,
     and never the quick figure beside a full one (another rule's, on fewer specs)."""

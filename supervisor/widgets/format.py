@@ -60,7 +60,8 @@ def verdict_text(verdict: str | None) -> Text:
 
 
 def agent_state(status: AgentStatus) -> Text:
-    """`waiting for quota until 14:05`, `paused at its budget: …`, `stalled · proposing`."""
+    """`waiting for quota until 14:05`, `paused at its budget: …`, `stalled · proposing`,
+    `stopping · quick: waiting for the CPU`."""
     detail = status.detail if status.detail not in ("", status.state) else ""
     # An evaluation's detail names its stage ("quick: waiting for the GPU"); colour says the rest.
     evaluating = status.state == "evaluating" and detail
@@ -69,6 +70,8 @@ def agent_state(status: AgentStatus) -> Text:
     if status.stalled and status.alive:
         state = f"stalled · {state}"
         style = style if status.state in ("crashed", "paused") else STATE_STYLES["stalled"]
+    if status.stopping:  # a stop waits for the evaluation in flight, which can take minutes
+        state, style = f"stopping · {state}", STATE_STYLES["stopped"]
     return Text(state, style=style)
 
 
