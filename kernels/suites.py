@@ -192,8 +192,9 @@ SMOKE = Suite(
 
 
 def _edge_tests() -> tuple[Spec, ...]:
-    """Odd n on both sides of every shape class's bound and panel width, up past the contest's
-    4096; batch 1 and 1000; each case at the sizes in turn, and every case at 513 and 1025."""
+    """Odd n on both sides of every shipped shape class's bound and past powers of two, up past
+    the contest's 4096; batch 1 and 1000; each case at the sizes in turn, and every case at 513
+    and 1025."""
     rows: list[tuple[int, int, float, str, int]] = []
     seed = 5000
 
