@@ -195,26 +195,17 @@ def _edge_tests() -> tuple[Spec, ...]:
     """Odd n on both sides of every shipped shape class's bound and past powers of two, up past
     the contest's 4096; batch 1 and 1000; each case at the sizes in turn, and every case at 513
     and 1025."""
-    rows: list[tuple[int, int, float, str, int]] = []
-    seed = 5000
-
-    def add(batch: int, n: int, case: str) -> None:
-        nonlocal seed
-        rows.append((batch, n, 2 if case in ("dense", "mixed") else 0, case, seed))
-        seed += 1
-
+    shapes: list[tuple[int, int, str]] = []  # batch, n, case
     sizes = (1, 2, 31, 33, 63, 65, 129, 255, 383, 385, 511, 767, 769, 1023, 1537, 2047, 2049)
     sizes += (3001, 4097)
     for index, n in enumerate(sizes):
-        add(1 if n > 2048 else 3, n, CASES[index % len(CASES)])
+        shapes.append((1 if n > 2048 else 3, n, CASES[index % len(CASES)]))
     for case in CASES:
-        add(4, 513, case)
-        add(2, 1025, case)
-    for n, case in ((32, "mixed"), (65, "dense"), (129, "rowscale")):
-        add(1000, n, case)
-    for n, case in ((33, "band"), (513, "mixed"), (1025, "clustered")):
-        add(1, n, case)
-    return _specs(rows)
+        shapes += [(4, 513, case), (2, 1025, case)]
+    shapes += [(1000, 32, "mixed"), (1000, 65, "dense"), (1000, 129, "rowscale")]
+    shapes += [(1, 33, "band"), (1, 513, "mixed"), (1, 1025, "clustered")]
+    conds = {case: 2 if case in ("dense", "mixed") else 0 for case in CASES}
+    return _specs([(b, n, conds[c], c, 5000 + i) for i, (b, n, c) in enumerate(shapes)])
 
 
 # The contract on shapes the contest's lists leave out (issue 12 asks that they stay correct):

@@ -33,6 +33,7 @@ from qrsup.kernels.fast.config import DEFAULT_CONFIGS, Config, dump_config, load
 from qrsup.kernels.fast.geqrf import FastGeqrf
 from qrsup.kernels.generators import generate_input
 from qrsup.kernels.suites import Spec, get_suite
+from qrsup.kernels.timing import geomean
 
 FLUSH_BYTES = 256 * 1024 * 1024
 MAX_INPUTS = 20
@@ -480,13 +481,17 @@ class Timer:
 
 
 def timed(
-    row: dict[str, object], timer: Timer, config: Config, specs: list[Spec], key: str
+    row: dict[str, object],
+    timer: Timer,
+    config: Config,
+    specs: list[Spec],
+    key: str,
+    check: bool = True,
 ) -> None:
-    """row[key] ← the geomean of `specs`' per-call ms under `config` (row["ms"] keeps each spec's),
-    checked unless screening; a failing benchmark input disqualifies the variant instead."""
+    """row[key] ← the geomean of `specs`' per-call ms under `config` (row["ms"] keeps each spec's);
+    a failing benchmark input disqualifies the variant instead."""
     try:
         solver = FastGeqrf(config)
-        check = key != "screen_ms"
         row["ms"] |= {s.label: timer.time(solver, s, check) for s in specs}  # type: ignore[operator]
         row[key] = geomean([row["ms"][s.label] for s in specs])  # type: ignore[index]
     except Exception as error:  # a failing benchmark input disqualifies the variant
@@ -499,10 +504,6 @@ def finalists(rows: list[dict[str, object]], keep: int) -> list[dict[str, object
     screened = [r for r in rows if math.isfinite(float(r.get("screen_ms", math.inf)))]  # type: ignore[arg-type]
     fastest = sorted((r for r in screened if r["knobs"]), key=lambda r: r["screen_ms"])[:keep]
     return [r for r in screened if not r["knobs"]] + fastest
-
-
-def geomean(values: list[float]) -> float:
-    return math.exp(sum(map(math.log, values)) / len(values))
 
 
 def profile(solver: FastGeqrf, spec: Spec) -> str:
@@ -574,7 +575,7 @@ def main() -> None:
         for row in class_rows:
             row["ms"] = {}
             if with_margin(row) and specs and time.perf_counter() < screen_deadline:
-                timed(row, timer, variant(base, name, row), specs[:1], "screen_ms")
+                timed(row, timer, variant(base, name, row), specs[:1], "screen_ms", check=False)
         best_knobs, best_ms = None, math.inf
         for row in finalists(class_rows, args.keep):
             if time.perf_counter() < time_deadline:
