@@ -169,14 +169,12 @@ def main() -> int:
     if missing or not args.submission.is_file():
         what = f"{args.harness} lacks {', '.join(missing)}" if missing else "no such submission"
         parser.error(f"{what} (see this script's docstring for the harness files)")
+    try:  # before any run: a suite the harness cannot take is one line, not a traceback later
+        specs = {mode: suite_specs(args.suite, mode) if args.suite else None for mode in args.mode}
+    except ValueError as error:  # SuiteError is one
+        parser.error(str(error))
     results = [
-        run_mode(
-            args.harness,
-            args.submission,
-            mode,
-            args.timeout_s,
-            suite_specs(args.suite, mode) if args.suite else None,
-        )
+        run_mode(args.harness, args.submission, mode, args.timeout_s, specs[mode])
         for mode in args.mode
     ]
     for result in results:

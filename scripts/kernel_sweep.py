@@ -541,6 +541,8 @@ def main() -> None:
         help="variants a class times on all its specs after the screen",
     )
     args = parser.parse_args()
+    if args.keep < 0:
+        parser.error("--keep must be 0 or more")
     args.out.mkdir(parents=True, exist_ok=True)
     base = load_config()
     names = [s.name for s in base.shapes]

@@ -5,12 +5,14 @@ would cost a device call before the harness said anything."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from qrsup.kernels.suites import EDGES, Spec
 
-from tests.conftest import load_script
+from tests.conftest import ROOT, load_script
 
 CONTEST_EVAL = load_script("contest_eval")
 
@@ -39,3 +41,22 @@ def test_a_fractional_cond_is_refused_before_the_harness_sees_it() -> None:
     """eval.py parses values as integers or words: `cond: 0.5` would stop it with exit 113."""
     with pytest.raises(ValueError, match="integer cond"):
         CONTEST_EVAL.harness_spec(Spec(batch=2, n=64, cond=0.5, case="dense", seed=1))
+
+
+def test_an_unknown_suite_is_one_line_and_exit_2_before_any_harness_run(tmp_path: Path) -> None:
+    """The harness files only need to exist for the check to reach the suite; nothing runs."""
+    for name in (*CONTEST_EVAL.HARNESS_FILES, "task.yml"):
+        (tmp_path / name).write_text("")
+    submission = tmp_path / "submission.py"
+    submission.write_text("")
+    script = ROOT / "scripts" / "contest_eval.py"
+    done = subprocess.run(
+        [sys.executable, str(script), str(tmp_path), str(submission), "--suite", "nope"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    last = done.stderr.strip().splitlines()[-1]
+    assert "unknown suite 'nope'" in last and "Traceback" not in done.stderr
+    assert not (tmp_path / "popcorn.txt").exists()
