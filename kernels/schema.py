@@ -265,7 +265,10 @@ class Comparison:
 
     def describe(self) -> str:
         mine, theirs = _ms(self.candidate_ns), _ms(self.incumbent_ns)
-        age = f", {self.incumbent_age} evaluations old" if self.incumbent_age is not None else ""
+        age = ""
+        if self.incumbent_age is not None:
+            plural = "" if self.incumbent_age == 1 else "s"
+            age = f", {self.incumbent_age} evaluation{plural} old"
         return f"{mine} against the incumbent's {theirs} ({self.rule} rule{age})"
 
 

@@ -8,6 +8,7 @@ import sqlite3
 import time
 from pathlib import Path
 
+import pytest
 from qrsup.agents import beam, inbox
 from qrsup.agents.recorder import IterationDraft, Recorder
 from qrsup.agents.records import append_event, read_events, shorten
@@ -189,3 +190,9 @@ def test_a_long_reason_is_cut_between_words_in_the_agent_log_and_log_md(tmp_path
     for cut in (logged, entry):
         assert cut.endswith("…") and reason.startswith(cut.removesuffix("…"))
         assert reason[len(cut) - 1] == " "
+
+
+@pytest.mark.parametrize(("age", "said"), [(0, "0 evaluations old"), (1, "1 evaluation old")])
+def test_a_comparison_says_how_old_the_incumbents_figures_are(age: int, said: str) -> None:
+    described = Comparison("quick", 2e6, 1e6, 0.02, age).describe()
+    assert described == f"2 ms against the incumbent's 1 ms (quick rule, {said})"
