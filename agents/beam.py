@@ -3,7 +3,8 @@
 - exploit: the fastest candidate of the incumbent's family, faster than the incumbent.
 - near-miss: wins at least one spec against the incumbent while losing overall.
 - structural: the fastest candidate of another family; a new entry is protected from being
-  displaced for a number of iterations, so a young idea is not crowded out at once.
+  displaced by a third family for a number of iterations, so a young idea is not crowded out at
+  once, while its own family's faster candidates (its line maturing) replace it.
 - cleanup: as fast as the incumbent within noise, with shorter source.
 
 A candidate displaces a slot's holder only when its gain exceeds the measured noise.
@@ -101,7 +102,7 @@ def _structural(c: Scored, slot: Slot | None, inc: Scored, noise: float, it: int
         return "same family as the incumbent"
     if slot is None:
         return True
-    if slot.protected_until > it and slot.holder.family == c.family:
+    if slot.protected_until > it and slot.holder.family != c.family:
         return f"holder protected until iteration {slot.protected_until}"
     if not _faster(c.geomean_ns, slot.holder.geomean_ns, noise):
         return "not faster than the holder beyond noise"
