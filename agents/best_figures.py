@@ -9,9 +9,10 @@ shows what it reached.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from qrsup.agents.heartbeat import Heartbeat
 from qrsup.kernels.schema import Decision, Iteration, Verdict
 
 # The decisions only a full stage's figures lead to: a beam slot, a promotion, or a rejection.
@@ -47,3 +48,16 @@ class BestFigures:
 
 def _lower(best: float | None, value: float) -> float:
     return value if best is None else min(best, value)
+
+
+def show_earlier_figures(records: Sequence[Iteration], heartbeat: Heartbeat) -> BestFigures:
+    """An agent's figures from its stored records (newest first) put on its heartbeat: a fresh
+    process's first beat carries none, so a relaunched agent's row read "—" until its first
+    iteration in the new process ended."""
+    best = BestFigures.of(records)
+    heartbeat.update(
+        last_verdict=records[0].verdict if records else None,
+        best_geomean_ns=best.full_ns,
+        best_quick_geomean_ns=best.quick_ns,
+    )
+    return best

@@ -69,7 +69,10 @@ class Decider:
 
         A would-be exploit that beats the incumbent is re-timed before it takes the slot: if its
         own re-timing run fails (fresh seeds can catch what the stages did not), it is rejected
-        with that run's verdict and the slot keeps its holder.
+        with that run's verdict and the slot keeps its holder. So is one the re-timing finds no
+        faster than the incumbent: its full stage beat a stale figure, and as the slot's holder it
+        would raise the bar for every later candidate (on the CPU one entered 23% ahead of the
+        incumbent's bootstrap figure and re-timed 5.3% behind it).
         """
         scored = scored_candidate(candidate, full)
         noise = geomean_noise(
@@ -83,6 +86,11 @@ class Decider:
             retimed = self._retime(candidate, incumbent)
             if isinstance(retimed, Comparison):
                 self._refresh(incumbent, retimed, iteration)
+                self._learn_noise(candidate, retimed)
+                if retimed.gain <= 0:
+                    said = retimed.describe("against")
+                    reason = f"exploit: no faster than the incumbent re-timed beside it ({said})"
+                    return Decided(Decision.REJECTED, reason)
             if isinstance(retimed, RetimingFailure) and retimed.side == "challenger":
                 report = retimed.result.report
                 reason = f"its re-timing run failed: {report.reason}"
@@ -132,16 +140,19 @@ class Decider:
         refreshed = run.standing_for(row.id, row.spec_means_ns)
         refreshed.store(self.store, row.id, self.recorder.agent, iteration)
 
-    def _promotion_grade(
-        self, candidate: Candidate, comparison: Comparison, decision: Decision
-    ) -> Decided:
-        """Promote only a gain beyond the noise measured in the same re-timing. Only a whole
-        suite's re-timing teaches the session its noise: full stages compare whole suites."""
+    def _learn_noise(self, candidate: Candidate, comparison: Comparison) -> None:
+        """Only a whole suite's re-timing teaches the session its noise: full stages compare
+        whole suites."""
         if comparison.share == 1.0:
             self.noise = max(DEFAULT_NOISE / 2, comparison.noise)
         self.recorder.event(
             {"event": "noise", "candidate_id": candidate.id, **comparison.to_dict()}
         )
+
+    def _promotion_grade(
+        self, candidate: Candidate, comparison: Comparison, decision: Decision
+    ) -> Decided:
+        """Promote only a gain beyond the noise measured in the same re-timing."""
         if not comparison.significant:
             reason = f"{comparison.describe('within')}; not promoted"
             return Decided(decision, reason)

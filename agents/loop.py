@@ -20,7 +20,7 @@ import git
 from qrsup.agents import inbox
 from qrsup.agents.advisor import Advisor
 from qrsup.agents.affected_specs import AffectedSpecs
-from qrsup.agents.best_figures import BestFigures
+from qrsup.agents.best_figures import BestFigures, show_earlier_figures
 from qrsup.agents.decision import Decider, Focus
 from qrsup.agents.evaluation import Evaluator, StageResult, geomean_over
 from qrsup.agents.fault_points import fault_point
@@ -151,6 +151,9 @@ class ResearchAgent:
         self.heartbeat.start()
         self.recorder.reconcile()
         self.iteration = self.store.last_iteration(self.name)
+        # A restarted agent's row keeps its figures at once, not only after its first iteration
+        # here: the incumbent's bootstrap alone can take minutes.
+        self.best = show_earlier_figures(self.store.iterations(self.name), self.heartbeat)
         self.log.write(
             f"agent {self.name} starting at iteration {self.iteration + 1}: role {self.spec.role}, "
             f"proposer {self.proposer.name}, goal '{self.state.goal.text}'"
@@ -165,7 +168,6 @@ class ResearchAgent:
             self._progress("incumbent"),
         )
         self.state.goal_reference = incumbent.row.id
-        self.best = BestFigures.of(self.store.iterations(self.name))
         self._see_incumbent(incumbent)
         while True:
             take_messages(

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 from qrsup.agents.beam import Scored, Slot, place, source_lines
-from qrsup.agents.best_figures import BestFigures
+from qrsup.agents.best_figures import BestFigures, show_earlier_figures
 from qrsup.agents.decision import geomean_noise
 from qrsup.agents.evaluation import StageResult
+from qrsup.agents.heartbeat import Heartbeat, read_beat
 from qrsup.kernels.judge.report import JudgeReport
 from qrsup.kernels.schema import Decision, Inherited, Iteration, Verdict
 
@@ -112,3 +113,24 @@ def test_an_agents_best_figures_keep_the_full_and_quick_stages_apart():
     assert BestFigures.of([quick, slower]) == BestFigures(None, 16.7e6)
     assert BestFigures.of([quick, full, failed, failed_quick]) == BestFigures(24.4e6, 16.7e6)
     assert BestFigures.of([quick, full, beam, failed]).full_ns == 21.0e6
+
+
+def test_a_started_agent_shows_its_stored_figures_before_its_first_iteration(tmp_path):
+    """A fresh process's first beat carries no figures: a relaunched agent's row read "—"
+    until its first iteration in the new process ended."""
+    heartbeat = Heartbeat(tmp_path / "a1.beat", "beat incumbent by 5%")
+    heartbeat.start()
+    try:
+        newest_first = [
+            Iteration("a1", 2, Verdict.FAIL, Decision.REJECTED, "c-x", geomean_ns=1.0e6),
+            Iteration("a1", 1, Verdict.PASS, Decision.NOT_PROMISING, "c-q", geomean_ns=16.7e6),
+        ]
+        assert show_earlier_figures(newest_first, heartbeat) == BestFigures(None, 16.7e6)
+        shown = read_beat(tmp_path / "a1.beat")
+        assert shown is not None and shown.state == "starting"
+        assert (shown.best_geomean_ns, shown.best_quick_geomean_ns) == (None, 16.7e6)
+        assert shown.last_verdict == "fail"
+        assert show_earlier_figures([], heartbeat) == BestFigures()
+        assert read_beat(tmp_path / "a1.beat").last_verdict is None
+    finally:
+        heartbeat.stop()

@@ -43,6 +43,17 @@ def stored(store: Store, cid: str, source: str, geomean_ns: float, means: dict[i
     store.add_evaluation(cid, "a1", 0, "full", report, means)
 
 
+# Honest, and twice the incumbent's work: given stage figures far below the incumbent's, it is
+# what a candidate that beat a stale figure looks like.
+TWICE = """
+import torch
+
+def custom_kernel(a):
+    torch.geqrf(a)
+    return torch.geqrf(a)
+"""
+
+
 @dataclass(frozen=True)
 class Outcome:
     paths: RunPaths
@@ -98,6 +109,24 @@ def test_a_challenger_failing_its_re_timing_is_rejected_and_the_beam_keeps_its_h
     assert outcome.incumbent_id == "c-incumbent"
 
 
+@pytest.mark.e2e  # four judge runs, interleaved
+def test_a_challenger_no_faster_when_re_timed_beside_the_incumbent_is_rejected(
+    tmp_path: Path,
+) -> None:
+    """Its full stage beat the incumbent's stored figure; as the exploit slot's holder it would
+    set the bar every later candidate must beat beyond noise."""
+    outcome = decide_against_the_incumbent(tmp_path, "c-twice", TWICE)
+    decided = outcome.decided
+    assert decided.decision == "rejected", decided.reason
+    assert decided.reason.startswith("exploit: no faster than the incumbent re-timed beside it")
+    assert "gain -" in decided.reason and " against noise " in decided.reason
+    assert outcome.beam == {}
+    assert outcome.incumbent_id == "c-incumbent"
+    assert outcome.incumbent is not None and outcome.incumbent.geomean_ns < 1e9  # refreshed
+    events = [json.loads(line) for line in outcome.paths.events("a1").read_text().splitlines()]
+    assert [e["candidate_id"] for e in events if e.get("event") == "noise"] == ["c-twice"]
+
+
 @pytest.mark.e2e  # 14 to 23 s here: four judge runs, interleaved
 def test_a_change_confined_to_some_specs_is_re_timed_on_those_alone(tmp_path: Path) -> None:
     """The other specs run identical kernels: timing them would add noise and no signal. The
@@ -118,7 +147,7 @@ def test_a_change_confined_to_some_specs_is_re_timed_on_those_alone(tmp_path: Pa
     assert (noise["specs"], noise["share"]) == ([1], 0.5)
     assert len(noise["incumbent_ns"]) == len(noise["challenger_ns"]) == 2
     assert noise["noise"] == pytest.approx((1 + noise["specs_noise"]) ** 0.5 - 1)
-    # Identical kernels: mostly within the noise, now and then a promotion; either way, said so.
+    # Identical kernels: a loss or a gain within the noise, now and then a promotion; said so.
     assert "(re-timed on specs 1: " in outcome.decided.reason, outcome.decided.reason
     assert outcome.decider.noise == DEFAULT_NOISE  # a focused re-timing teaches no suite noise
     # The incumbent's stored 1 s on spec 1 was stale: its re-timed figure replaces it there.
