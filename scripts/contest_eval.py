@@ -2,7 +2,8 @@
 
 The harness is gpu-mode/reference-kernels' `problems/linalg/qr_v2` folder (eval.py, reference.py,
 task.py, task.yml) with `problems/pmpp_v2/utils.py` beside it; nothing of it is kept in this
-repository. Usage:
+repository. HARNESS_DIR holds those five files side by side, or is a checkout of that repository
+(the files where it keeps them). Usage:
 
     python scripts/contest_eval.py HARNESS_DIR submission.py --mode test benchmark \
         [--suite edges] [--qrsup-json bench.json ...] [--json out.json]
@@ -31,6 +32,36 @@ from qrsup.kernels.suites import Spec, get_suite
 from qrsup.kernels.timing import geomean
 
 HARNESS_FILES = ("eval.py", "reference.py", "task.py", "utils.py")
+# Where a checkout of gpu-mode/reference-kernels keeps each file (a flat folder: beside each other).
+REPOSITORY_FOLDERS = {"utils.py": "problems/pmpp_v2"}
+PROBLEM_FOLDER = "problems/linalg/qr_v2"
+
+
+class MissingHarness(ValueError):
+    """HARNESS_DIR lacks a harness file in either layout."""
+
+
+def harness_files(root: Path) -> dict[str, Path]:
+    """The harness's files (and task.yml) by name, side by side in `root` or where a checkout of
+    the contest's repository keeps them: the first layout with all of them wins."""
+    names = (*HARNESS_FILES, "task.yml")
+    layouts = {
+        "side by side": {name: root / name for name in names},
+        f"in a checkout ({PROBLEM_FOLDER}/, utils.py in problems/pmpp_v2/)": {
+            name: root / REPOSITORY_FOLDERS.get(name, PROBLEM_FOLDER) / name for name in names
+        },
+    }
+    lacking = {
+        where: [name for name, path in layout.items() if not path.is_file()]
+        for where, layout in layouts.items()
+    }
+    for where, missing in lacking.items():
+        if not missing:
+            return layouts[where]
+    where = min(lacking, key=lambda w: len(lacking[w]))  # the layout nearer complete
+    raise MissingHarness(f"{root} lacks {', '.join(lacking[where])} {where}")
+
+
 MODE_SPECS = {"test": "tests", "benchmark": "benchmarks", "leaderboard": "benchmarks"}
 
 
@@ -66,15 +97,19 @@ def harness_spec(spec: Spec) -> dict:
 
 
 def run_mode(
-    harness: Path, submission: Path, mode: str, timeout_s: float, specs: list[dict] | None = None
+    harness: dict[str, Path],
+    submission: Path,
+    mode: str,
+    timeout_s: float,
+    specs: list[dict] | None = None,
 ) -> dict:
-    """One eval.py run in a scratch copy of the harness, on `specs` (default: task.yml's list
-    for the mode); its POPCORN lines parsed."""
-    specs = specs if specs is not None else task_specs(harness / "task.yml")[MODE_SPECS[mode]]
+    """One eval.py run in a scratch copy of the harness (`harness_files`), on `specs` (default:
+    task.yml's list for the mode); its POPCORN lines parsed."""
+    specs = specs if specs is not None else task_specs(harness["task.yml"])[MODE_SPECS[mode]]
     with tempfile.TemporaryDirectory(prefix="contest-eval-") as scratch:
         work = Path(scratch)
         for name in HARNESS_FILES:
-            shutil.copy(harness / name, work / name)
+            shutil.copy(harness[name], work / name)
         shutil.copy(submission, work / "submission.py")
         (work / "specs.txt").write_text("\n".join(spec_line(s) for s in specs) + "\n")
         start = time.monotonic()
@@ -165,17 +200,18 @@ def main() -> int:
     parser.add_argument("--qrsup-json", type=Path, nargs="*", default=[])
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    missing = [n for n in (*HARNESS_FILES, "task.yml") if not (args.harness / n).is_file()]
-    if missing or not args.submission.is_file():
-        what = f"{args.harness} lacks {', '.join(missing)}" if missing else "no such submission"
-        parser.error(f"{what} (see this script's docstring for the harness files)")
+    try:
+        harness = harness_files(args.harness)
+    except MissingHarness as error:
+        parser.error(str(error))
+    if not args.submission.is_file():
+        parser.error(f"no such submission: {args.submission}")
     try:  # before any run: a suite the harness cannot take is one line, not a traceback later
         specs = {mode: suite_specs(args.suite, mode) if args.suite else None for mode in args.mode}
     except ValueError as error:  # SuiteError is one
         parser.error(str(error))
     results = [
-        run_mode(args.harness, args.submission, mode, args.timeout_s, specs[mode])
-        for mode in args.mode
+        run_mode(harness, args.submission, mode, args.timeout_s, specs[mode]) for mode in args.mode
     ]
     for result in results:
         fields = result["fields"]

@@ -60,3 +60,31 @@ def test_an_unknown_suite_is_one_line_and_exit_2_before_any_harness_run(tmp_path
     last = done.stderr.strip().splitlines()[-1]
     assert "unknown suite 'nope'" in last and "Traceback" not in done.stderr
     assert not (tmp_path / "popcorn.txt").exists()
+
+
+def test_the_harness_is_found_side_by_side_or_in_a_checkout_of_the_contests_repository(
+    tmp_path: Path,
+) -> None:
+    """A session once handed a checkout's layout to the device and the harness step stopped at
+    once: both layouts are read, and a folder with neither names what it lacks."""
+    names = (*CONTEST_EVAL.HARNESS_FILES, "task.yml")
+    flat = tmp_path / "flat"
+    flat.mkdir()
+    for name in names:
+        (flat / name).write_text(name)
+    assert CONTEST_EVAL.harness_files(flat) == {name: flat / name for name in names}
+    checkout = tmp_path / "reference-kernels"
+    problem, pmpp = checkout / "problems" / "linalg" / "qr_v2", checkout / "problems" / "pmpp_v2"
+    problem.mkdir(parents=True)
+    pmpp.mkdir()
+    for name in names:
+        ((pmpp if name == "utils.py" else problem) / name).write_text(name)
+    found = CONTEST_EVAL.harness_files(checkout)
+    assert {name: path.read_text() for name, path in found.items()} == {n: n for n in names}
+    assert found["utils.py"] == pmpp / "utils.py"
+    (problem / "eval.py").unlink()
+    with pytest.raises(CONTEST_EVAL.MissingHarness, match=r"lacks eval\.py in a checkout"):
+        CONTEST_EVAL.harness_files(checkout)
+    (flat / "utils.py").unlink()
+    with pytest.raises(CONTEST_EVAL.MissingHarness, match=r"lacks utils\.py side by side$"):
+        CONTEST_EVAL.harness_files(flat)
