@@ -25,8 +25,11 @@ def gram_rows(
     hi·hi and hi·lo only, from one split of V (two products a step instead of three, and two
     splits), and the sum of the hi·lo terms is added with its transpose once, at the end, which
     also leaves G exactly symmetric. "f16x3" goes the same way, its sums in units of V's fit
-    squared until the end. As in the update's walks, the steps below V's unit triangle load it
-    with a bounds check alone."""
+    squared until the end. The Vᵀ·V sums are averaged with their transpose, a no-op where a dot
+    sums (i, j) and (j, i) in one order (the tensor cores), so that G is exactly symmetric on any
+    backend: numpy's matmul of fp16 casts, which Triton's interpreter runs, sums some of them in
+    different orders. As in the update's walks, the steps below V's unit triangle load it with a
+    bounds check alone."""
     g = tl.zeros((KBP, KBP), tl.float32)
     cross = tl.zeros((KBP, KBP), tl.float32)  # Σ hiᵀ·lo
     below = triangle_end(col0, KBP, BM)
@@ -36,6 +39,7 @@ def gram_rows(
     for r0 in range(tl.maximum(first, below), last, BM):
         v = load_v_below(h, r0 + tl.arange(0, BM), k, n, col0, width, h_sr, h_sc, "")
         g, cross = add_gram_step(g, cross, v, PRECISION)
+    g = (g + tl.trans(g)) * 0.5
     if PRECISION == "tf32x3":
         g += cross + tl.trans(cross)
     elif PRECISION == "f16x3":
