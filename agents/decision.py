@@ -18,10 +18,10 @@ from qrsup.agents.incumbent import Incumbent
 from qrsup.agents.promotion import promote
 from qrsup.agents.recorder import Recorder
 from qrsup.agents.session import RunPaths, SessionConfig
+from qrsup.agents.session_noise import DEFAULT_NOISE, latest_suite_noise
 from qrsup.agents.store import Store
 from qrsup.kernels.schema import Candidate, Decision, Progress, Verdict
 
-DEFAULT_NOISE = 0.02
 StageProgress = Callable[[str], Progress]  # a progress callback for the named stage
 Focus = Callable[[Candidate, Candidate], AffectedSpecs | None]  # where two candidates differ
 
@@ -36,7 +36,7 @@ class Decided:
 
 
 class Decider:
-    """Holds the session's current noise estimate, learnt from interleaved re-timings."""
+    """Decides against the session's noise, which every agent's interleaved re-timings teach."""
 
     def __init__(
         self,
@@ -55,7 +55,13 @@ class Decider:
         self.evaluator = evaluator
         self.recorder = recorder
         self.progress = progress
-        self.noise = DEFAULT_NOISE
+
+    @property
+    def noise(self) -> float:
+        """The session's latest whole-suite re-timing's noise (any agent's, before a restart
+        too), never below half the assumed default; the default until one has run."""
+        latest = latest_suite_noise(self.paths.every_events())
+        return max(DEFAULT_NOISE / 2, float(latest["noise"])) if latest else DEFAULT_NOISE
 
     def decide(
         self,
@@ -141,10 +147,8 @@ class Decider:
         refreshed.store(self.store, row.id, self.recorder.agent, iteration)
 
     def _learn_noise(self, candidate: Candidate, comparison: Comparison) -> None:
-        """Only a whole suite's re-timing teaches the session its noise: full stages compare
-        whole suites."""
-        if comparison.share == 1.0:
-            self.noise = max(DEFAULT_NOISE / 2, comparison.noise)
+        """The re-timing's noise, for every agent's later decisions (`noise`): only a whole
+        suite's teaches the session its noise, since full stages compare whole suites."""
         self.recorder.event(
             {"event": "noise", "candidate_id": candidate.id, **comparison.to_dict()}
         )

@@ -133,6 +133,10 @@ class RunPaths:
     def events(self, name: str) -> Path:
         return self.agent_dir(name) / "events.jsonl"
 
+    def every_events(self) -> list[Path]:
+        """Every agent's events, those added while the session ran included."""
+        return sorted(self.root.glob("agents/*/events.jsonl"))
+
     def inbox(self, name: str) -> Path:
         return self.agent_dir(name) / "inbox"
 

@@ -12,8 +12,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from qrsup.agents.decision import DEFAULT_NOISE
-from qrsup.agents.records import format_ms, read_events
+from qrsup.agents.records import format_ms
+from qrsup.agents.session_noise import DEFAULT_NOISE, latest_suite_noise, noise_events
 from qrsup.agents.store import Store
 from qrsup.kernels.schema import Candidate, Evaluation
 
@@ -98,21 +98,11 @@ def read_evidence(
 def noise_band(events: Iterable[Path], candidate_id: str) -> tuple[float, str]:
     """The noise measured when this candidate was re-timed, else the session's latest over a
     whole suite, else the loop's assumed default."""
-    latest: dict | None = None
-    own: dict | None = None
-    for path in events:
-        for event in read_events(path):
-            if event.get("event") != "noise" or not isinstance(event.get("noise"), int | float):
-                continue
-            whole_suite = event.get("share", 1.0) == 1.0  # a focused re-timing's is its own
-            if whole_suite and (
-                latest is None or str(event.get("time")) >= str(latest.get("time"))
-            ):
-                latest = event
-            if event.get("candidate_id") == candidate_id:
-                own = event
-    if own is not None:
-        return float(own["noise"]), "measured in its interleaved re-timing"
+    events = list(events)
+    own = [e for e in noise_events(events) if e.get("candidate_id") == candidate_id]
+    if own:
+        return float(own[-1]["noise"]), "measured in its interleaved re-timing"
+    latest = latest_suite_noise(events)
     if latest is not None:
         of = latest.get("candidate_id")
         return float(latest["noise"]), f"the session's latest re-timing, of {of}"

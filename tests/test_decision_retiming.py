@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 from qrsup.agents.affected_specs import AffectedSpecs
-from qrsup.agents.decision import DEFAULT_NOISE, Decided, Decider, Focus
+from qrsup.agents.decision import Decided, Decider, Focus
 from qrsup.agents.evaluation import Comparison, Evaluator, StageResult
 from qrsup.agents.incumbent import Incumbent
 from qrsup.agents.recorder import Recorder
 from qrsup.agents.session import AgentSpec, RunPaths, load_session
+from qrsup.agents.session_noise import DEFAULT_NOISE
 from qrsup.agents.store import Store
 from qrsup.agents.tuner import source_hash
 from qrsup.kernels.judge.report import JudgeReport
@@ -167,3 +168,27 @@ def test_the_suite_level_figures_follow_from_the_re_timed_share():
     assert focused.describe("beyond") == (
         "gain 1.4% beyond noise 0.3% (re-timed on specs 0: 16.0% against 4.0%)"
     )
+
+
+def test_every_agent_decides_against_the_sessions_latest_whole_suite_noise(tmp_path: Path) -> None:
+    """Each agent once kept its own estimate from the assumed 2%, and a restart forgot it: on a
+    CPU whose re-timings measured 6–8%, agents that had not re-timed judged against 2%."""
+    paths = make_session(tmp_path, (AgentSpec("a1"), AgentSpec("a2")))
+    session = load_session(paths)
+    store = Store(paths.store)
+    try:
+        evaluator = Evaluator(get_suite(session.suite), "cpu", "quick")
+        recorder = Recorder(paths, store, session.workspace, "a2", "near-miss")
+        decider = Decider(paths, session, store, evaluator, recorder, lambda _: lambda _: None)
+        assert decider.noise == DEFAULT_NOISE  # nothing re-timed yet
+        paths.ensure("a1")
+        a1 = Recorder(paths, store, session.workspace, "a1", "exploit")
+        a1.event({"event": "noise", "time": "2026-12-07T11:00:00", "noise": 0.066, "share": 1.0})
+        assert decider.noise == 0.066  # another agent's re-timing
+        focused = {"event": "noise", "time": "2026-12-07T11:05:00", "noise": 0.004, "share": 0.25}
+        recorder.event(focused)
+        assert decider.noise == 0.066  # a focused re-timing's noise is its own gain's
+        a1.event({"event": "noise", "time": "2026-12-07T11:10:00", "noise": 0.001, "share": 1.0})
+        assert decider.noise == DEFAULT_NOISE / 2  # never below half the default
+    finally:
+        store.close()
