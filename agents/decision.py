@@ -18,7 +18,7 @@ from qrsup.agents.incumbent import Incumbent
 from qrsup.agents.promotion import promote
 from qrsup.agents.recorder import Recorder
 from qrsup.agents.session import RunPaths, SessionConfig
-from qrsup.agents.session_noise import DEFAULT_NOISE, latest_suite_noise
+from qrsup.agents.session_noise import DEFAULT_NOISE, latest_suite_noise, noise_events
 from qrsup.agents.store import Store
 from qrsup.kernels.schema import Candidate, Decision, Progress, Verdict
 
@@ -60,7 +60,7 @@ class Decider:
     def noise(self) -> float:
         """The session's latest whole-suite re-timing's noise (any agent's, before a restart
         too), never below half the assumed default; the default until one has run."""
-        latest = latest_suite_noise(self.paths.every_events())
+        latest = latest_suite_noise(noise_events(self.paths.every_events()))
         return max(DEFAULT_NOISE / 2, float(latest["noise"])) if latest else DEFAULT_NOISE
 
     def decide(

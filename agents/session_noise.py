@@ -24,11 +24,11 @@ def noise_events(events: Iterable[Path]) -> Iterator[dict]:
                 yield event
 
 
-def latest_suite_noise(events: Iterable[Path]) -> dict | None:
-    """The latest noise event of a whole suite's re-timing: a focused re-timing's noise is scaled
-    to the share of specs it timed, right for its own gain only."""
+def latest_suite_noise(noise: Iterable[dict]) -> dict | None:
+    """The latest of `noise_events` from a whole suite's re-timing: a focused re-timing's noise
+    is scaled to the share of specs it timed, right for its own gain only."""
     latest: dict | None = None
-    for event in noise_events(events):
+    for event in noise:
         if event.get("share", 1.0) == 1.0 and (
             latest is None or str(event.get("time")) >= str(latest.get("time"))
         ):

@@ -403,8 +403,7 @@ def check_variant(task: tuple[str, dict[str, object]]) -> dict[str, object]:
             torch.cuda.synchronize()
             result = check_factors(a, h, tau)
         except Exception as error:  # a variant that cannot run is recorded, not fatal
-            row["ok"] = False
-            row["reasons"].append(f"{spec.label}: {type(error).__name__}: {str(error)[:200]}")
+            disqualify(row, spec.label, error)
             continue
         row["first_s"] = max(row["first_s"], time.perf_counter() - start)
         diag = result.diagnostics
@@ -418,6 +417,12 @@ def check_variant(task: tuple[str, dict[str, object]]) -> dict[str, object]:
     return row
 
 
+def disqualify(row: dict[str, object], where: str, error: Exception) -> None:
+    """The variant cannot run there: recorded in its row, not fatal to the sweep."""
+    row["ok"] = False
+    row["reasons"].append(f"{where}: {type(error).__name__}: {str(error)[:200]}")  # type: ignore[union-attr]
+
+
 def warm_screen_spec(solver: FastGeqrf, base: Config, name: str, row: dict[str, object]) -> None:
     """One call on the spec the screen times first, so its kernels (specialized for the
     benchmark's batch and sizes, not the test specs') compile here, in parallel, into the shared
@@ -429,8 +434,7 @@ def warm_screen_spec(solver: FastGeqrf, base: Config, name: str, row: dict[str, 
             solver(generate_input(spec, device=DEVICE), check_finite=False)
             torch.cuda.synchronize()
         except Exception as error:
-            row["ok"] = False
-            row["reasons"].append(f"{spec.label}: {type(error).__name__}: {str(error)[:200]}")  # type: ignore[union-attr]
+            disqualify(row, spec.label, error)
         row["warm_s"] = time.perf_counter() - start
 
 
@@ -518,8 +522,7 @@ def timed(
         row["ms"] |= {s.label: timer.time(solver, s, check) for s in specs}  # type: ignore[operator]
         row[key] = geomean([row["ms"][s.label] for s in specs])  # type: ignore[index]
     except Exception as error:  # a failing benchmark input disqualifies the variant
-        row["ok"] = False
-        row["reasons"].append(f"bench: {type(error).__name__}: {str(error)[:200]}")  # type: ignore[union-attr]
+        disqualify(row, "bench", error)
 
 
 def finalists(rows: list[dict[str, object]], keep: int) -> list[dict[str, object]]:

@@ -98,11 +98,11 @@ def read_evidence(
 def noise_band(events: Iterable[Path], candidate_id: str) -> tuple[float, str]:
     """The noise measured when this candidate was re-timed, else the session's latest over a
     whole suite, else the loop's assumed default."""
-    events = list(events)
-    own = [e for e in noise_events(events) if e.get("candidate_id") == candidate_id]
+    noise = list(noise_events(events))  # read once for both
+    own = [e for e in noise if e.get("candidate_id") == candidate_id]
     if own:
         return float(own[-1]["noise"]), "measured in its interleaved re-timing"
-    latest = latest_suite_noise(events)
+    latest = latest_suite_noise(noise)
     if latest is not None:
         of = latest.get("candidate_id")
         return float(latest["noise"]), f"the session's latest re-timing, of {of}"
