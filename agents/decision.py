@@ -14,7 +14,7 @@ from qrsup.agents.evaluation import (
     StageResult,
     noise_over_share,
 )
-from qrsup.agents.incumbent import Incumbent
+from qrsup.agents.incumbent import Incumbent, settle_incumbent
 from qrsup.agents.promotion import promote
 from qrsup.agents.recorder import Recorder
 from qrsup.agents.session import RunPaths, SessionConfig
@@ -78,8 +78,13 @@ class Decider:
         with that run's verdict and the slot keeps its holder. So is one the re-timing finds no
         faster than the incumbent: its full stage beat a stale figure, and as the slot's holder it
         would raise the bar for every later candidate (on the CPU one entered 23% ahead of the
-        incumbent's bootstrap figure and re-timed 5.3% behind it).
+        incumbent's bootstrap figure and re-timed 5.3% behind it). The session's first decision
+        times the incumbent again under the full rule (`settle_incumbent`), so that no slot
+        compares against the figure taken while the agents started.
         """
+        incumbent = settle_incumbent(
+            self.recorder, self.evaluator, iteration, self.progress("incumbent")
+        )
         scored = scored_candidate(candidate, full)
         noise = geomean_noise(
             self.noise, full, incumbent.row.id, len(self.evaluator.suite.benchmarks)

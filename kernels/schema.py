@@ -226,6 +226,10 @@ class Inherited:
         return cls(str(data["from"]), tuple(int(i) for i in data["specs"]))
 
 
+# The agent the store names for the incumbent's evaluation at the session's start.
+BOOTSTRAP_AGENT = "bootstrap"
+
+
 @dataclass(frozen=True)
 class Evaluation:
     """One stage of the judge on one candidate, with the judge's whole report."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from qrsup.kernels.schema import Evaluation, Promotion, Verdict
+from qrsup.kernels.schema import BOOTSTRAP_AGENT, Evaluation, Promotion, Verdict
 
 FULL_STAGES = ("full", "revalidate")
 
@@ -70,7 +70,7 @@ def progress_curve(
     ]
     if not passing:
         raise NoFigures("no passing full-stage evaluation in the store")
-    start_run = next((e for e in passing if e.agent == "bootstrap"), passing[0])
+    start_run = next((e for e in passing if e.agent == BOOTSTRAP_AGENT), passing[0])
     starting = [e.geomean_ns for e in passing if e.candidate_id == start_run.candidate_id]
     start = replace(_point(start_run, t0), geomean_ns=min(starting))
     best = [start]

@@ -20,7 +20,7 @@ from qrsup.agents.session_noise import DEFAULT_NOISE
 from qrsup.agents.store import Store
 from qrsup.agents.tuner import source_hash
 from qrsup.kernels.judge.report import JudgeReport
-from qrsup.kernels.schema import Candidate
+from qrsup.kernels.schema import BOOTSTRAP_AGENT, Candidate
 from qrsup.kernels.suites import get_suite
 
 from tests.conftest import CANDIDATES
@@ -35,13 +35,20 @@ def custom_kernel(a):
 """
 
 
-def stored(store: Store, cid: str, source: str, geomean_ns: float, means: dict[int, float]) -> None:
+def stored(
+    store: Store,
+    cid: str,
+    source: str,
+    geomean_ns: float,
+    means: dict[int, float],
+    agent: str = "a1",
+) -> None:
     row = Candidate(
         cid, source_hash(source), source, None, "a1", "exploit", "blocked_wy", "", None, time.time()
     )
     store.add_candidate(row)
     report = {"verdict": "pass", "geomean_ns": geomean_ns, "reason": ""}
-    store.add_evaluation(cid, "a1", 0, "full", report, means)
+    store.add_evaluation(cid, agent, 0, "full", report, means)
 
 
 # Honest, and twice the incumbent's work: given stage figures far below the incumbent's, it is
@@ -156,6 +163,52 @@ def test_a_change_confined_to_some_specs_is_re_timed_on_those_alone(tmp_path: Pa
     assert incumbent is not None and incumbent.spec_means_ns is not None
     assert incumbent.spec_means_ns[0] == 1e9 and incumbent.spec_means_ns[1] < 1e8
     assert incumbent.geomean_ns == pytest.approx((1e9 * incumbent.spec_means_ns[1]) ** 0.5)
+
+
+@pytest.mark.e2e  # one full judge run: about 3 s here
+def test_the_first_decision_times_the_bootstrap_incumbent_again_and_the_rest_do_not(
+    tmp_path: Path,
+) -> None:
+    """A CPU session's bootstrap, timed while three agents started, read 15.7 ms against 12.2 ms
+    re-timed; against it, a candidate slower than the incumbent took a slot. Here the stored
+    start figure is a thousand times too slow, and the candidate's ten times faster than it."""
+    paths = make_session(tmp_path, (AgentSpec("a1"), AgentSpec("a2")))
+    session = load_session(paths)
+    store = Store(paths.store)
+    try:
+        incumbent_source = (CANDIDATES / "torch_geqrf.py").read_text()
+        stale = {0: 1e9, 1: 1e9}
+        stored(store, "c-incumbent", incumbent_source, 1e9, stale, agent=BOOTSTRAP_AGENT)
+        store.add_promotion("c-incumbent", None, 1e9, None, {}, "bootstrap")
+        evaluator = Evaluator(get_suite(session.suite), "cpu", "quick")
+        decided = []
+        for agent, cid in (("a1", "c-first"), ("a2", "c-second")):
+            source = f"{incumbent_source}\n# {cid}\n"
+            stored(store, cid, source, 1e8, {0: 1e8, 1: 1e8}, agent)
+            paths.ensure(agent)
+            recorder = Recorder(paths, store, session.workspace, agent, "exploit")
+            decider = Decider(paths, session, store, evaluator, recorder, lambda _: lambda _: None)
+            report = JudgeReport.from_dict(
+                {"verdict": "pass", "reason": "", "candidate": f"{cid}.py", "source_sha256": "",
+                 "suite": "tiny-loop", "mode": "bench", "seed": None, "geomean_ns": 1e8}
+            )  # fmt: skip
+            full = StageResult("full", report, {0: 1e8, 1: 1e8})
+            candidate = store.candidate(cid)
+            decided.append(decider.decide(candidate, full, Incumbent.load(store), "exploit", 1))
+        assert [d.decision for d in decided] == ["rejected", "rejected"], decided
+        assert all(d.reason.startswith("exploit: not faster than the incumbent") for d in decided)
+        assert store.beam() == {}
+        runs = [(e.agent, e.stage) for e in store.evaluations("c-incumbent")]
+        assert runs == [(BOOTSTRAP_AGENT, "full"), ("a1", "full")]  # a2 found it settled
+        incumbent = store.candidate("c-incumbent")
+        assert incumbent is not None and incumbent.geomean_ns is not None
+        assert incumbent.geomean_ns < 1e8
+        log = paths.agent_log("a1").read_text()
+        assert "timing the incumbent c-incumbent again under the full rule" in log
+        assert "the incumbent c-incumbent: 1000 ms at the start, " in log, log
+        assert not paths.agent_log("a2").exists()  # nothing to say: it decided on the new figure
+    finally:
+        store.close()
 
 
 def test_the_suite_level_figures_follow_from_the_re_timed_share():
