@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -48,6 +49,7 @@ class Decider:
         progress: StageProgress,
         focus: Focus | None = None,
     ) -> None:
+        self.started_at = time.time()  # the incumbent is settled once after this (decide)
         self.paths = paths
         self.focus = focus  # the specs a re-timing needs, where that is known
         self.session = session
@@ -78,13 +80,12 @@ class Decider:
         with that run's verdict and the slot keeps its holder. So is one the re-timing finds no
         faster than the incumbent: its full stage beat a stale figure, and as the slot's holder it
         would raise the bar for every later candidate (on the CPU one entered 23% ahead of the
-        incumbent's bootstrap figure and re-timed 5.3% behind it). The session's first decision
-        times the incumbent again under the full rule (`settle_incumbent`), so that no slot
-        compares against the figure taken while the agents started.
+        incumbent's bootstrap figure and re-timed 5.3% behind it). The first decision since this
+        agent started times the incumbent again under the full rule, unless another agent has
+        (`settle_incumbent`), so that no slot compares against a figure taken while the agents
+        started, or in an earlier launch.
         """
-        incumbent = settle_incumbent(
-            self.recorder, self.evaluator, iteration, self.progress("incumbent")
-        )
+        incumbent = self.settle(iteration)
         scored = scored_candidate(candidate, full)
         noise = geomean_noise(
             self.noise, full, incumbent.row.id, len(self.evaluator.suite.benchmarks)
@@ -117,6 +118,14 @@ class Decider:
             why = retimed.result.report.reason
             return Decided(decision, f"not promoted: the incumbent's re-timing run failed: {why}")
         return self._promotion_grade(candidate, retimed, decision)
+
+    def settle(self, iteration: int) -> Incumbent:
+        """The incumbent, timed again under the full rule unless an agent has since this one
+        started (`settle_incumbent`). The loop settles it before a full stage too, so that a
+        focused stage takes the incumbent's settled figures for the specs it does not time."""
+        return settle_incumbent(
+            self.recorder, self.evaluator, iteration, self.started_at, self.progress("incumbent")
+        )
 
     def _contends(self, scored: Scored, incumbent: Incumbent, noise: float) -> bool:
         """Promotion by rule is on, and the candidate beats the incumbent beyond the noise: the

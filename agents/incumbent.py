@@ -166,27 +166,34 @@ def _register(session: SessionConfig, store: Store, device: str, log: AgentLog) 
 
 
 def settle_incumbent(
-    recorder: Recorder, evaluator: Evaluator, iteration: int, progress: Progress | None = None
+    recorder: Recorder,
+    evaluator: Evaluator,
+    iteration: int,
+    since: float,
+    progress: Progress | None = None,
 ) -> Incumbent:
-    """The incumbent with one full-rule evaluation taken after the agents started.
+    """The incumbent with a full-rule evaluation taken since `since` (this agent's start).
 
     Its bootstrap figure was timed while the other agents' processes started beside it: on the
-    CPU, three agents' bootstrap read 15.7 ms against 12.2 ms re-timed. The near-miss and
+    CPU, three agents' bootstrap read 15.7 ms against 12.2 ms re-timed. A relaunched session's
+    figure was timed in another launch, perhaps on another machine. The near-miss and
     structural slots compare against it, so until an exploit's re-timing refreshed it, any
     candidate looked faster than the incumbent there. The first agent to decide times it again
-    (its figure is its best full evaluation, so the refresh never makes it slower); the others
-    find that evaluation stored and go on.
+    (its figure is its best full evaluation, so the refresh never makes it slower); the others,
+    started before that run, find it stored and go on.
     """
     store, log = recorder.store, recorder.log
     with file_lock(recorder.paths.root / "incumbent-settle.lock"):
         incumbent = Incumbent.load(store)
-        evaluations = store.evaluations(incumbent.row.id)
-        if any(e.stage == "full" and e.agent != BOOTSTRAP_AGENT for e in evaluations):
+        if any(
+            e.stage == "full" and e.agent != BOOTSTRAP_AGENT and e.created_at >= since
+            for e in store.evaluations(incumbent.row.id)
+        ):
             return incumbent
         before = incumbent.geomean_ns
         log.write(
-            f"timing the incumbent {incumbent.row.id} again under the full rule: its figure "
-            "was taken while the agents started"
+            f"timing the incumbent {incumbent.row.id} again under the full rule: no agent has "
+            "since this one started (a start figure is timed while the agents start)"
         )
         path = recorder.paths.work(recorder.agent) / f"{incumbent.row.id}.py"
         path.write_text(incumbent.row.source)
@@ -194,7 +201,7 @@ def settle_incumbent(
         result.store(store, incumbent.row.id, recorder.agent, iteration)
         incumbent = Incumbent.load(store)
         log.write(
-            f"the incumbent {incumbent.row.id}: {format_ms(before)} at the start, "
+            f"the incumbent {incumbent.row.id}: {format_ms(before)} before, "
             f"{format_ms(result.geomean_ns)} now ({result.report.verdict}); "
             f"it stands at {format_ms(incumbent.geomean_ns)}"
         )

@@ -472,6 +472,7 @@ class ResearchAgent:
         comparison = self._promising(quick, incumbent)
         if not comparison.favours_candidate:
             return quick, comparison
+        self.decider.settle(self.iteration)  # before the figures a focused stage inherits
         self.heartbeat.update(detail="full")
         full = self._full_stage(path, candidate, focus)
         self._store_stage(candidate.id, full)

@@ -81,22 +81,23 @@ def decide_against_the_incumbent(
     session = load_session(paths)
     store = Store(paths.store)
     try:
+        paths.ensure("a1")
+        evaluator = Evaluator(get_suite(session.suite), "cpu", "quick")
+        recorder = Recorder(paths, store, session.workspace, "a1", "exploit")
+        decider = Decider(
+            paths, session, store, evaluator, recorder, lambda _: lambda _: None, focus
+        )
+        # a1's own full stage of the incumbent, since it started: nothing to settle
         incumbent_source = (CANDIDATES / "torch_geqrf.py").read_text()
         stored(store, "c-incumbent", incumbent_source, 1e9, {0: 1e9, 1: 1e9})
         store.add_promotion("c-incumbent", None, 1e9, None, {}, "bootstrap")
         stored(store, cid, source, 1e6, {0: 1e6, 1: 1e6})
-        paths.ensure("a1")
         (paths.work("a1") / f"{cid}.py").write_text(source)
         full_report = JudgeReport.from_dict(
             {"verdict": "pass", "reason": "", "candidate": f"{cid}.py", "source_sha256": "",
              "suite": "tiny-loop", "mode": "bench", "seed": None, "geomean_ns": 1e6}
         )  # fmt: skip
         full = StageResult("full", full_report, {0: 1e6, 1: 1e6})
-        evaluator = Evaluator(get_suite(session.suite), "cpu", "quick")
-        recorder = Recorder(paths, store, session.workspace, "a1", "exploit")
-        decider = Decider(
-            paths, session, store, evaluator, recorder, lambda _: lambda _: None, focus
-        )
         decided = decider.decide(store.candidate(cid), full, Incumbent.load(store), "exploit", 1)
         incumbent = store.candidate("c-incumbent")
         return Outcome(paths, decider, decided, store.beam(), store.incumbent_id(), incumbent)
@@ -165,13 +166,14 @@ def test_a_change_confined_to_some_specs_is_re_timed_on_those_alone(tmp_path: Pa
     assert incumbent.geomean_ns == pytest.approx((1e9 * incumbent.spec_means_ns[1]) ** 0.5)
 
 
-@pytest.mark.e2e  # one full judge run: about 3 s here
-def test_the_first_decision_times_the_bootstrap_incumbent_again_and_the_rest_do_not(
+@pytest.mark.e2e  # two full judge runs: about 6 s here
+def test_the_first_decision_since_the_agents_started_times_the_incumbent_again(
     tmp_path: Path,
 ) -> None:
     """A CPU session's bootstrap, timed while three agents started, read 15.7 ms against 12.2 ms
     re-timed; against it, a candidate slower than the incumbent took a slot. Here the stored
-    start figure is a thousand times too slow, and the candidate's ten times faster than it."""
+    start figure is a thousand times too slow, and the candidates ten times faster than it. Two
+    agents started together time it once; an agent started later (a restart, a relaunch) again."""
     paths = make_session(tmp_path, (AgentSpec("a1"), AgentSpec("a2")))
     session = load_session(paths)
     store = Store(paths.store)
@@ -181,20 +183,24 @@ def test_the_first_decision_times_the_bootstrap_incumbent_again_and_the_rest_do_
         stored(store, "c-incumbent", incumbent_source, 1e9, stale, agent=BOOTSTRAP_AGENT)
         store.add_promotion("c-incumbent", None, 1e9, None, {}, "bootstrap")
         evaluator = Evaluator(get_suite(session.suite), "cpu", "quick")
-        decided = []
-        for agent, cid in (("a1", "c-first"), ("a2", "c-second")):
-            source = f"{incumbent_source}\n# {cid}\n"
-            stored(store, cid, source, 1e8, {0: 1e8, 1: 1e8}, agent)
+
+        def started(agent: str) -> Decider:
             paths.ensure(agent)
             recorder = Recorder(paths, store, session.workspace, agent, "exploit")
-            decider = Decider(paths, session, store, evaluator, recorder, lambda _: lambda _: None)
+            return Decider(paths, session, store, evaluator, recorder, lambda _: lambda _: None)
+
+        def decide(decider: Decider, cid: str) -> Decided:
+            source = f"{incumbent_source}\n# {cid}\n"
+            stored(store, cid, source, 1e8, {0: 1e8, 1: 1e8}, decider.recorder.agent)
             report = JudgeReport.from_dict(
                 {"verdict": "pass", "reason": "", "candidate": f"{cid}.py", "source_sha256": "",
                  "suite": "tiny-loop", "mode": "bench", "seed": None, "geomean_ns": 1e8}
             )  # fmt: skip
             full = StageResult("full", report, {0: 1e8, 1: 1e8})
-            candidate = store.candidate(cid)
-            decided.append(decider.decide(candidate, full, Incumbent.load(store), "exploit", 1))
+            return decider.decide(store.candidate(cid), full, Incumbent.load(store), "exploit", 1)
+
+        a1, a2 = started("a1"), started("a2")
+        decided = [decide(a1, "c-first"), decide(a2, "c-second")]
         assert [d.decision for d in decided] == ["rejected", "rejected"], decided
         assert all(d.reason.startswith("exploit: not faster than the incumbent") for d in decided)
         assert store.beam() == {}
@@ -205,8 +211,11 @@ def test_the_first_decision_times_the_bootstrap_incumbent_again_and_the_rest_do_
         assert incumbent.geomean_ns < 1e8
         log = paths.agent_log("a1").read_text()
         assert "timing the incumbent c-incumbent again under the full rule" in log
-        assert "the incumbent c-incumbent: 1000 ms at the start, " in log, log
+        assert "the incumbent c-incumbent: 1000 ms before, " in log, log
         assert not paths.agent_log("a2").exists()  # nothing to say: it decided on the new figure
+        assert decide(started("a2"), "c-third").decision == "rejected"  # a2 restarted
+        runs = [e.agent for e in store.evaluations("c-incumbent")]
+        assert runs == [BOOTSTRAP_AGENT, "a1", "a2"]
     finally:
         store.close()
 

@@ -49,8 +49,9 @@ def test_sass_mix_reads_a_panel_launchs_loop_without_a_gpu(tmp_path: Path) -> No
 def test_launch_resources_shows_a_register_cap_fitting_a_panels_grid_in_one_round(
     tmp_path: Path,
 ) -> None:
-    """scripts/launch_resources.py on 640×512: the 512-row panel's 640 programs take two rounds
-    at ptxas's own register count and one under medium's 96-register cap."""
+    """scripts/launch_resources.py on 640×512: the 512-row panel's 640 programs take more than
+    one round at ptxas's own register count (three with H by rows, two by columns) and one under
+    a 96-register cap."""
     root = Path(__file__).resolve().parents[1]
     shipped = (root / "kernels" / "fast" / "configs.toml").read_text()
     start = shipped.index('name = "medium"')
@@ -65,7 +66,7 @@ def test_launch_resources_shows_a_register_cap_fitting_a_panels_grid_in_one_roun
         stdout = _compile_for_sm90(tmp_path, [script, "--shape", "640x512", *extra])
         rounds.append(tuple(map(int, re.findall(panels, stdout)[0])))
     (fit, first), (fit_capped, then) = rounds
-    assert fit_capped > fit and (first, then) == (2, 1), rounds
+    assert fit_capped > fit and first > 1 and then == 1, rounds
 
 
 @pytest.mark.e2e
