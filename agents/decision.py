@@ -136,10 +136,8 @@ class Decider:
 
     def _retime(self, candidate: Candidate, incumbent: Incumbent) -> Comparison | RetimingFailure:
         """Incumbent and challenger re-timed interleaved on this agent's GPU."""
-        work = self.paths.work(self.recorder.agent)
-        incumbent_path = work / f"{incumbent.row.id}.py"
-        incumbent_path.write_text(incumbent.row.source)
-        challenger = work / f"{candidate.id}.py"
+        incumbent_path = self.paths.source_file(self.recorder.agent, incumbent.row)
+        challenger = self.paths.work(self.recorder.agent) / f"{candidate.id}.py"
         differ = self.focus(candidate, incumbent.row) if self.focus else None
         return self.evaluator.interleaved(
             incumbent_path,

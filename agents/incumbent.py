@@ -195,8 +195,7 @@ def settle_incumbent(
             f"timing the incumbent {incumbent.row.id} again under the full rule: no agent has "
             "since this one started (a start figure is timed while the agents start)"
         )
-        path = recorder.paths.work(recorder.agent) / f"{incumbent.row.id}.py"
-        path.write_text(incumbent.row.source)
+        path = recorder.paths.source_file(recorder.agent, incumbent.row)
         result = evaluator.full(path, progress)
         result.store(store, incumbent.row.id, recorder.agent, iteration)
         incumbent = Incumbent.load(store)

@@ -502,7 +502,7 @@ class ResearchAgent:
         """Profile `candidate` on benchmark `index`: the agent's eyes, and the stage shares the
         tuner weighs knobs by when it next starts from that candidate."""
         self.heartbeat.update(detail="profiling")
-        path = self._source_file(candidate)
+        path = self.paths.source_file(self.name, candidate)
         started = time.monotonic()
         result = profile_candidate(
             path,
@@ -532,13 +532,6 @@ class ResearchAgent:
             f"it {self.iteration}: profiled {candidate.id} ({why}) on spec {index} "
             f"in {seconds:.1f} s"
         )
-
-    def _source_file(self, row: Candidate) -> Path:
-        """`row`'s source, written afresh where this agent's judge runs read it: the store's
-        copy is the one judged, whatever the work directory holds now."""
-        path = self.paths.work(self.name) / f"{row.id}.py"
-        path.write_text(row.source)
-        return path
 
     def _see_incumbent(self, incumbent: Incumbent) -> None:
         """The incumbent's profile in this agent's pane from its start, and its stage shares for
@@ -584,7 +577,7 @@ class ResearchAgent:
             age = self.store.evaluations_since(self.name, timed[-1].id)
             if age <= self.session.incumbent_refresh:
                 return timed[-1].spec_means_ns, age
-        path = self._source_file(incumbent.row)
+        path = self.paths.source_file(self.name, incumbent.row)
         self.heartbeat.update(detail="re-timing the incumbent")
         result = self.evaluator.reference(path, self._progress("incumbent"))
         self._store_stage(incumbent.row.id, result)

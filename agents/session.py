@@ -6,7 +6,7 @@ import tomllib
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
-from qrsup.kernels.schema import ROLE_NAMES
+from qrsup.kernels.schema import ROLE_NAMES, Candidate
 
 PROPOSERS = ("tuner", "openai", "command")
 EXECUTORS = ("local", "ray")  # where judge runs execute (qrsup.kernels.executors)
@@ -142,6 +142,13 @@ class RunPaths:
 
     def work(self, name: str) -> Path:
         return self.agent_dir(name) / "work"
+
+    def source_file(self, name: str, row: Candidate) -> Path:
+        """`row`'s source, written afresh where agent `name`'s judge runs read it: the store's
+        copy is the one judged, whatever the work directory holds now."""
+        path = self.work(name) / f"{row.id}.py"
+        path.write_text(row.source)
+        return path
 
     def heartbeat(self, name: str) -> Path:
         return self.agent_dir(name) / "heartbeat"
