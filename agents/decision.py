@@ -49,7 +49,7 @@ class Decider:
         progress: StageProgress,
         focus: Focus | None = None,
     ) -> None:
-        self.started_at = time.time()  # the incumbent is settled once after this (decide)
+        self.started_at = time.time()  # the incumbent is settled once after this (settle)
         self.paths = paths
         self.focus = focus  # the specs a re-timing needs, where that is known
         self.session = session
@@ -69,11 +69,11 @@ class Decider:
         self,
         candidate: Candidate,
         full: StageResult,
-        incumbent: Incumbent,
         role: str,
         iteration: int,
     ) -> Decided:
-        """A beam slot, a promotion, or a rejection with every slot's reason.
+        """A beam slot, a promotion, or a rejection with every slot's reason, against the
+        incumbent as the store holds it now (settled, and refreshed by any agent's re-timing).
 
         A would-be exploit that beats the incumbent is re-timed before it takes the slot: if its
         own re-timing run fails (fresh seeds can catch what the stages did not), it is rejected

@@ -178,9 +178,9 @@ def settle_incumbent(
     CPU, three agents' bootstrap read 15.7 ms against 12.2 ms re-timed. A relaunched session's
     figure was timed in another launch, perhaps on another machine. The near-miss and
     structural slots compare against it, so until an exploit's re-timing refreshed it, any
-    candidate looked faster than the incumbent there. The first agent to decide times it again
-    (its figure is its best full evaluation, so the refresh never makes it slower); the others,
-    started before that run, find it stored and go on.
+    candidate looked faster than the incumbent there. The first agent to reach a full stage or a
+    decision times it again (its figure is its best full evaluation, so the refresh never makes
+    it slower); the others, started before that run, find it stored and go on.
     """
     store, log = recorder.store, recorder.log
     with file_lock(recorder.paths.root / "incumbent-settle.lock"):

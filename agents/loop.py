@@ -255,7 +255,7 @@ class ResearchAgent:
             self._pause_session(result.report.reason)
         elif result.passed and result.stage == "full":
             self.heartbeat.update(detail="deciding")
-            decided = self.decider.decide(candidate, result, incumbent, self.spec.role, iteration)
+            decided = self.decider.decide(candidate, result, self.spec.role, iteration)
             record.decision, record.reason = decided.decision, decided.reason
             record.verdict = decided.verdict
             if record.decision != Decision.REJECTED:

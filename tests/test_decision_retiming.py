@@ -13,7 +13,6 @@ import pytest
 from qrsup.agents.affected_specs import AffectedSpecs
 from qrsup.agents.decision import Decided, Decider, Focus
 from qrsup.agents.evaluation import Comparison, Evaluator, StageResult
-from qrsup.agents.incumbent import Incumbent
 from qrsup.agents.recorder import Recorder
 from qrsup.agents.session import AgentSpec, RunPaths, load_session
 from qrsup.agents.session_noise import DEFAULT_NOISE
@@ -98,7 +97,7 @@ def decide_against_the_incumbent(
              "suite": "tiny-loop", "mode": "bench", "seed": None, "geomean_ns": 1e6}
         )  # fmt: skip
         full = StageResult("full", full_report, {0: 1e6, 1: 1e6})
-        decided = decider.decide(store.candidate(cid), full, Incumbent.load(store), "exploit", 1)
+        decided = decider.decide(store.candidate(cid), full, "exploit", 1)
         incumbent = store.candidate("c-incumbent")
         return Outcome(paths, decider, decided, store.beam(), store.incumbent_id(), incumbent)
     finally:
@@ -197,7 +196,7 @@ def test_the_first_decision_since_the_agents_started_times_the_incumbent_again(
                  "suite": "tiny-loop", "mode": "bench", "seed": None, "geomean_ns": 1e8}
             )  # fmt: skip
             full = StageResult("full", report, {0: 1e8, 1: 1e8})
-            return decider.decide(store.candidate(cid), full, Incumbent.load(store), "exploit", 1)
+            return decider.decide(store.candidate(cid), full, "exploit", 1)
 
         a1, a2 = started("a1"), started("a2")
         decided = [decide(a1, "c-first"), decide(a2, "c-second")]
