@@ -1,0 +1,119 @@
+"""Where an honest candidate's cycles run longer than the do-nothing ones, step by step.
+
+The referee judges each cycle against do-nothing cycles timed before the candidate loaded. On an
+H100 the shipped kernel's 20×32 cycles ran 3.1 ms longer in preparation and 2.4 ms longer in
+inspection than those (their timed windows 0.14 ms), and a near miss became a failure. This runs
+the contestant's own harness in one process, without the referee: do-nothing cycles, then the
+candidate's, then do-nothing cycles again, and times each harness step in each. A step slower
+only beside the candidate's calls points at what its calls leave behind; one slower in the last
+do-nothing cycles too, at what loading it changed in the process.
+
+`python scripts/measure_harness_stretch.py FILE [--shape 20x32] [--case dense] [--cond 1]
+[--count 50] [--cycles 30]`
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+from qrsup.kernels.judge import contestant as harness
+from qrsup.kernels.judge.harness_watch import HarnessWatch
+
+Timings = dict[str, list[float]]
+
+
+def timed(timings: Timings, label: str, function: Callable) -> Callable:
+    """`function`, adding its wall time in ms to `timings[label]` at each call."""
+
+    def wrapper(*args: object, **kwargs: object) -> object:
+        start = time.perf_counter()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            timings[label].append((time.perf_counter() - start) * 1e3)
+
+    return wrapper
+
+
+def instrument(timings: Timings) -> None:
+    """Time the harness's steps. Done before the contestant (and its watch) exists, so the
+    watch takes the wrapped steps for the harness's own."""
+    harness.generate_input = timed(timings, "prepare: generate_input", harness.generate_input)
+    harness._tensor_clone = timed(timings, "prepare: clone", harness._tensor_clone)
+    harness._collect = timed(timings, "inspect: collect", harness._collect)
+    for name in ("seen", "guard"):
+        setattr(HarnessWatch, name, timed(timings, f"watch.{name}", getattr(HarnessWatch, name)))
+    sync = harness.DeviceClock.synchronize
+    harness.DeviceClock.synchronize = timed(timings, "synchronize", sync)
+    for name in ("_problems", "_aliasing_problems", "_mutation_problems"):
+        step = timed(timings, f"inspect: {name}", getattr(harness.Contestant, name))
+        setattr(harness.Contestant, name, step)
+
+
+def run_cycles(
+    contestant: harness.Contestant, spec: dict, count: int, cycles: int, calibrate: bool
+) -> Timings:
+    """`cycles` repetitions of prepare → go → inspect, each exchange timed whole."""
+    phases: Timings = defaultdict(list)
+    for cycle in range(cycles):
+        seeds = [1_000_003 * cycle + i for i in range(count)]
+        messages = (
+            ("prepare", {"spec": spec, "seeds": seeds}),
+            ("go", {"calibrate": calibrate}),
+            ("inspect", {}),
+        )
+        for name, message in messages:
+            start = time.perf_counter()
+            reply = getattr(contestant, name)(message)
+            phases[name].append((time.perf_counter() - start) * 1e3)
+            if not reply.get("ok") or reply.get("problems"):
+                raise SystemExit(f"{name} refused: {reply}")
+    return phases
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("file", type=Path)
+    parser.add_argument("--shape", default="20x32")
+    parser.add_argument("--case", default="dense")
+    parser.add_argument("--cond", type=float, default=1.0)
+    parser.add_argument("--count", type=int, default=50, help="inputs per repetition")
+    parser.add_argument("--cycles", type=int, default=30)
+    args = parser.parse_args()
+    batch, n = (int(x) for x in args.shape.split("x"))
+    spec = {"batch": batch, "n": n, "cond": args.cond, "case": args.case}
+    steps: Timings = defaultdict(list)
+    instrument(steps)
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    contestant = harness.Contestant(device)
+    table: dict[str, dict[str, float]] = {}
+    for label, calibrate, load in (
+        ("do-nothing before", True, False),
+        ("candidate", False, True),
+        ("do-nothing after", True, False),
+    ):
+        if load:
+            reply = contestant.import_candidate(args.file.resolve())
+            if not reply.get("ok"):
+                raise SystemExit(f"load refused: {reply}")
+        steps.clear()
+        phases = run_cycles(contestant, spec, args.count, args.cycles, calibrate)
+        medians = {name: statistics.median(values) for name, values in phases.items()}
+        # Steps summed per cycle (a step may run several times in one), then their median.
+        per_cycle = {name: sum(values) / args.cycles for name, values in steps.items()}
+        table[label] = medians | per_cycle
+    labels = list(table)
+    print(f"{args.shape} {args.case} c{args.cond:g}, {args.count} inputs per cycle, {device}")
+    print(f"{'ms per cycle':32}" + "".join(f"{label:>20}" for label in labels))
+    for row in dict.fromkeys(name for label in labels for name in table[label]):
+        print(f"{row:32}" + "".join(f"{table[label].get(row, 0.0):20.3f}" for label in labels))
+
+
+if __name__ == "__main__":
+    main()
