@@ -15,12 +15,13 @@ from qrsup.agents.evaluation import (
     StageResult,
     noise_over_share,
 )
-from qrsup.agents.incumbent import Incumbent, settle_incumbent
+from qrsup.agents.incumbent import SETTLE_LOCK, Incumbent, settle_incumbent, time_again
 from qrsup.agents.promotion import promote
 from qrsup.agents.recorder import Recorder
 from qrsup.agents.session import RunPaths, SessionConfig
 from qrsup.agents.session_noise import DEFAULT_NOISE, latest_suite_noise, noise_events
 from qrsup.agents.store import Store
+from qrsup.kernels.judge.locks import file_lock
 from qrsup.kernels.schema import Candidate, Decision, Progress, Verdict
 
 StageProgress = Callable[[str], Progress]  # a progress callback for the named stage
@@ -84,13 +85,18 @@ class Decider:
         agent started times the incumbent again under the full rule, unless another agent has
         (`settle_incumbent`), so that no slot compares against a figure taken while the agents
         started, or in an earlier launch.
+
+        Every figure compared is from the device the candidate's full stage ran on: a holder
+        never judged there is timed there first (`settle_holder`).
         """
-        incumbent = self.settle(iteration)
+        device = full.report.device_name or None
+        incumbent = self.settle(iteration, device)
         scored = scored_candidate(candidate, full)
         noise = geomean_noise(
             self.noise, full, incumbent.row.id, len(self.evaluator.suite.benchmarks)
         )
-        placement = place(scored, self.beam_slots(), incumbent.scored, noise, iteration, role)
+        slots = self.beam_slots(device, iteration)
+        placement = place(scored, slots, incumbent.scored, noise, iteration, role)
         if placement.role is None:
             return Decided(Decision.REJECTED, f"{placement.reason} (geomean noise {noise:.2%})")
         retimed = None
@@ -119,12 +125,14 @@ class Decider:
             return Decided(decision, f"not promoted: the incumbent's re-timing run failed: {why}")
         return self._promotion_grade(candidate, retimed, decision)
 
-    def settle(self, iteration: int) -> Incumbent:
+    def settle(self, iteration: int, device: str | None = None) -> Incumbent:
         """The incumbent, timed again under the full rule unless an agent has since this one
-        started (`settle_incumbent`). The loop settles it before a full stage too, so that a
-        focused stage takes the incumbent's settled figures for the specs it does not time."""
+        started (`settle_incumbent`), with its figures on `device`. The loop settles it before
+        a full stage too, so that a focused stage takes the incumbent's settled figures for the
+        specs it does not time."""
+        progress = self.progress("incumbent")
         return settle_incumbent(
-            self.recorder, self.evaluator, iteration, self.started_at, self.progress("incumbent")
+            self.recorder, self.evaluator, iteration, self.started_at, device, progress
         )
 
     def _contends(self, scored: Scored, incumbent: Incumbent, noise: float) -> bool:
@@ -187,10 +195,14 @@ class Decider:
             return Decided(decision, f"promotion refused: {result.message}")
         return Decided(Decision.PROMOTED, f"{comparison.describe('beyond')}; {result.message}")
 
-    def beam_slots(self) -> dict[str, Slot]:
+    def beam_slots(self, device: str | None = None, iteration: int = 0) -> dict[str, Slot]:
+        """The slots' holders with their figures; on `device`, each holder timed there first
+        if it never was (`settle_holder`), for a decision at `iteration`."""
         slots = {}
         for role, slot in self.store.beam().items():
-            candidate = self.store.candidate(slot.candidate_id)
+            candidate = self.store.candidate(slot.candidate_id, device)
+            if candidate is not None and candidate.verdict is None and device is not None:
+                candidate = self.settle_holder(candidate, role, device, iteration)
             if candidate is not None and candidate.geomean_ns is not None:
                 holder = Scored(
                     candidate.id,
@@ -201,6 +213,23 @@ class Decider:
                 )
                 slots[role] = Slot(holder, slot.protected_until)
         return slots
+
+    def settle_holder(
+        self, holder: Candidate, role: str, device: str, iteration: int
+    ) -> Candidate | None:
+        """The holder with figures on `device`, fully judged there now unless an agent has
+        since it was read (one judged there that failed stays without figures there). A
+        workspace relaunched on another machine holds its slots by figures from the first; a
+        challenger timed here would be judged against them."""
+        with file_lock(self.paths.root / SETTLE_LOCK):
+            row = self.store.candidate(holder.id, device)
+            if row is not None and row.verdict is None:  # no full stage there yet
+                what = f"the {role} holder {holder.id}"
+                why = f"it was never judged on this device ({device})"
+                progress = self.progress("holder")
+                time_again(self.recorder, self.evaluator, row, what, why, iteration, progress)
+                row = self.store.candidate(holder.id, device)
+        return row
 
 
 def scored_candidate(candidate: Candidate, full: StageResult) -> Scored:

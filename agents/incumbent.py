@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from qrsup.agents.beam import Scored, source_lines
-from qrsup.agents.evaluation import Evaluator, Progress
+from qrsup.agents.evaluation import Evaluator, Progress, StageResult
 from qrsup.agents.git_workspace import (
     INCUMBENT_PATH,
     WorkspaceError,
@@ -28,6 +28,7 @@ from qrsup.kernels.schema import BOOTSTRAP_AGENT, Candidate, Verdict
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 INCUMBENT_CRASH_RETRIES = 2
+SETTLE_LOCK = "incumbent-settle.lock"  # held while a stored candidate is timed again
 
 
 class IncumbentError(RuntimeError):
@@ -41,9 +42,10 @@ class Incumbent:
     row: Candidate
 
     @classmethod
-    def load(cls, store: Store) -> Incumbent:
+    def load(cls, store: Store, device: str | None = None) -> Incumbent:
+        """With its best figures on `device` (Store.candidate), or on any when None."""
         incumbent_id = store.incumbent_id()
-        row = store.candidate(incumbent_id) if incumbent_id else None
+        row = store.candidate(incumbent_id, device) if incumbent_id else None
         if row is None:
             raise IncumbentError("the session has no incumbent yet")
         return cls(row)
@@ -170,9 +172,11 @@ def settle_incumbent(
     evaluator: Evaluator,
     iteration: int,
     since: float,
+    device: str | None = None,
     progress: Progress | None = None,
 ) -> Incumbent:
-    """The incumbent with a full-rule evaluation taken since `since` (this agent's start).
+    """The incumbent with a full-rule evaluation taken since `since` (this agent's start), on
+    `device` when one is named, and its figures there.
 
     Its bootstrap figure was timed while the other agents' processes started beside it: on the
     CPU, three agents' bootstrap read 15.7 ms against 12.2 ms re-timed. A relaunched session's
@@ -180,28 +184,47 @@ def settle_incumbent(
     structural slots compare against it, so until an exploit's re-timing refreshed it, any
     candidate looked faster than the incumbent there. The first agent to reach a full stage or a
     decision times it again (its figure is its best full evaluation, so the refresh never makes
-    it slower); the others, started before that run, find it stored and go on.
+    it slower); the others, started before that run, find it stored and go on. A run that fails
+    leaves the incumbent on its figures from before, wherever they were timed.
     """
-    store, log = recorder.store, recorder.log
-    with file_lock(recorder.paths.root / "incumbent-settle.lock"):
-        incumbent = Incumbent.load(store)
+    store = recorder.store
+    with file_lock(recorder.paths.root / SETTLE_LOCK):
+        incumbent = Incumbent.load(store, device)
         if any(
-            e.stage == "full" and e.agent != BOOTSTRAP_AGENT and e.created_at >= since
+            e.stage == "full"
+            and e.agent != BOOTSTRAP_AGENT
+            and e.created_at >= since
+            and device in (None, e.device_name)
             for e in store.evaluations(incumbent.row.id)
         ):
             return incumbent
-        before = incumbent.geomean_ns
-        log.write(
-            f"timing the incumbent {incumbent.row.id} again under the full rule: no agent has "
-            "since this one started (a start figure is timed while the agents start)"
-        )
-        path = recorder.paths.source_file(recorder.agent, incumbent.row)
-        result = evaluator.full(path, progress)
-        result.store(store, incumbent.row.id, recorder.agent, iteration)
-        incumbent = Incumbent.load(store)
-        log.write(
-            f"the incumbent {incumbent.row.id}: {format_ms(before)} before, "
-            f"{format_ms(result.geomean_ns)} now ({result.report.verdict}); "
-            f"it stands at {format_ms(incumbent.geomean_ns)}"
-        )
-        return incumbent
+        why = "no agent has since this one started (a start figure is timed as the agents start)"
+        what = f"the incumbent {incumbent.row.id}"
+        result = time_again(recorder, evaluator, incumbent.row, what, why, iteration, progress)
+        return Incumbent.load(store, (result.report.device_name or None) if result.passed else None)
+
+
+def time_again(
+    recorder: Recorder,
+    evaluator: Evaluator,
+    row: Candidate,
+    what: str,
+    why: str,
+    iteration: int,
+    progress: Progress | None = None,
+) -> StageResult:
+    """A stored candidate's full stage run again and stored, with a line in the agent's log
+    before and after. The caller holds `SETTLE_LOCK`, so two agents never time one candidate
+    for the same reason at once."""
+    log = recorder.log
+    before = row.geomean_ns
+    log.write(f"timing {what} again under the full rule: {why}")
+    result = evaluator.full(recorder.paths.source_file(recorder.agent, row), progress)
+    result.store(recorder.store, row.id, recorder.agent, iteration)
+    best = recorder.store.candidate(row.id, result.report.device_name or None)
+    stands = best.geomean_ns if best else None
+    log.write(
+        f"{what}: {format_ms(before)} before, {format_ms(result.geomean_ns)} now "
+        f"({result.report.verdict}); it stands at {format_ms(stands)}"
+    )
+    return result

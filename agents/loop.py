@@ -268,7 +268,7 @@ class ResearchAgent:
             record.reason = f"quick stage more than {margin} slower: {record.comparison.describe()}"
         self.best.note(record.verdict, record.decision, record.geomean_ns)
         self._finish(record)
-        self._check_goal(record)
+        self._check_goal(record, result.report.device_name or None)
         history = self.store.outcomes(self.name)
         self.changes.stall(history, self.decider.noise)
         self._consult_advisor(context, history)
@@ -472,20 +472,21 @@ class ResearchAgent:
         comparison = self._promising(quick, incumbent)
         if not comparison.favours_candidate:
             return quick, comparison
-        self.decider.settle(self.iteration)  # before the figures a focused stage inherits
+        device = quick.report.device_name or None
+        self.decider.settle(self.iteration, device)  # before the figures a focused stage takes
         self.heartbeat.update(detail="full")
-        full = self._full_stage(path, candidate, focus)
+        full = self._full_stage(path, candidate, focus, device)
         self._store_stage(candidate.id, full)
         return full, comparison
 
     def _full_stage(
-        self, path: Path, candidate: Candidate, focus: AffectedSpecs | None
+        self, path: Path, candidate: Candidate, focus: AffectedSpecs | None, device: str | None
     ) -> StageResult:
         """Every spec under the session's rule; a change confined to some classes times their
-        specs alone, and its parent's figures stand for the rest (unless the session says
-        `full_on_focus = false`)."""
+        specs alone, and its parent's figures on the same `device` stand for the rest (unless
+        the session says `full_on_focus = false`)."""
         progress = self._progress("full")
-        parent = self.store.candidate(candidate.parent_id) if candidate.parent_id else None
+        parent = self.store.candidate(candidate.parent_id, device) if candidate.parent_id else None
         if focus is None or parent is None or not self.session.full_on_focus:
             return self.evaluator.full(path, progress)
         means = parent.spec_means_ns or {}
@@ -555,23 +556,27 @@ class ResearchAgent:
 
     def _promising(self, quick: StageResult, incumbent: Incumbent) -> Comparison:
         """The quick stage against the incumbent's figures on the specs it timed: the same rule,
-        on this agent's device, from a run at most `incumbent_refresh` of this agent's
-        evaluations old."""
+        on the same device, from a run at most `incumbent_refresh` of this agent's evaluations
+        old."""
         margin = role(self.spec.role).promise_margin
         indices = sorted(quick.spec_means_ns)  # a passed stage timed every spec it was given
-        theirs, age = self._incumbent_quick(incumbent, indices)
+        theirs, age = self._incumbent_quick(incumbent, indices, quick.report.device_name)
         mine = quick.geomean_over(indices)
         return Comparison("quick", mine, geomean_over(theirs, indices), margin, age, indices)
 
     def _incumbent_quick(
-        self, incumbent: Incumbent, indices: list[int]
+        self, incumbent: Incumbent, indices: list[int], device: str
     ) -> tuple[dict[int, float], int]:
-        """The incumbent's quick-rule means over every benchmark spec and their age, re-timed
-        when too old or when they miss one of `indices`."""
+        """The incumbent's quick-rule means over every benchmark spec on `device` and their
+        age, re-timed when too old or when they miss one of `indices`. The agent's name
+        outlives a relaunch, which may be on another machine."""
         timed = [
             e
             for e in self.store.evaluations(incumbent.row.id)
-            if e.agent == self.name and e.stage == "quick" and e.verdict == Verdict.PASS
+            if e.agent == self.name
+            and e.stage == "quick"
+            and e.verdict == Verdict.PASS
+            and e.device_name == device
         ]
         if timed and all(i in timed[-1].spec_means_ns for i in indices):
             age = self.store.evaluations_since(self.name, timed[-1].id)
@@ -632,14 +637,15 @@ class ResearchAgent:
             self.log.write(f"guidance changed: {lines} line(s) now in every prompt")
         return text
 
-    def _check_goal(self, record: IterationDraft) -> None:
-        """Only a candidate the decision kept (a beam slot or a promotion) can meet the goal."""
+    def _check_goal(self, record: IterationDraft, device: str | None) -> None:
+        """Only a candidate the decision kept (a beam slot or a promotion) can meet the goal,
+        against the reference's figures on the same `device`."""
         kept = record.decision == Decision.PROMOTED or record.decision.startswith("beam ")
         if record.verdict != Verdict.PASS or not kept or not record.spec_means_ns:
             return
         benchmarks = self.evaluator.suite.benchmarks
         reference_id = self.state.goal_reference
-        reference = self.store.candidate(reference_id) if reference_id else None
+        reference = self.store.candidate(reference_id, device) if reference_id else None
         reference_means = (reference.spec_means_ns or {}) if reference else {}
         status = self.state.goal.evaluate(record.spec_means_ns, reference_means, benchmarks)
         if not status.met:

@@ -246,15 +246,23 @@ class Store:
         ).fetchone()
         return self.candidate(row["id"]) if row else None
 
-    def candidate(self, candidate_id: str) -> Candidate | None:
+    def candidate(self, candidate_id: str, device: str | None = None) -> Candidate | None:
+        """The candidate with its best full-stage figures; with `device`, its best there alone
+        (none if it was never fully judged there). Relaunched on another machine, a workspace
+        would otherwise judge candidates timed there against figures from the first."""
         row = self._db.execute("SELECT * FROM candidates WHERE id = ?", (candidate_id,)).fetchone()
         if row is None:
             return None
-        best = self._db.execute(
+        query = (
             "SELECT verdict, geomean_ns, spec_means FROM evaluations WHERE candidate_id = ? "
-            "AND stage = 'full' ORDER BY (verdict = 'pass') DESC, geomean_ns ASC LIMIT 1",
-            (candidate_id,),
-        ).fetchone()
+            "AND stage = 'full'"
+        )
+        params: tuple[str, ...] = (candidate_id,)
+        if device is not None:
+            query += " AND json_extract(report, '$.device.name') = ?"
+            params += (device,)
+        order = " ORDER BY (verdict = 'pass') DESC, geomean_ns ASC LIMIT 1"
+        best = self._db.execute(query + order, params).fetchone()
         return _candidate(row, best)
 
     def candidates(self, agent: str | None = None) -> list[Candidate]:

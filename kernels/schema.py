@@ -247,6 +247,11 @@ class Evaluation:
     created_at: float
     inherited: Inherited | None = None  # a focused full stage's specs figured from its parent
 
+    @property
+    def device_name(self) -> str:
+        """The device the judge ran on, as its report names it ("" in a report without one)."""
+        return str(self.report.get("device", {}).get("name", ""))
+
 
 @dataclass(frozen=True)
 class Comparison:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import torch
 from qrsup.agents.affected_specs import AffectedSpecs
 from qrsup.agents.decision import Decided, Decider, Focus
 from qrsup.agents.evaluation import Comparison, Evaluator, StageResult
@@ -18,6 +19,7 @@ from qrsup.agents.session import AgentSpec, RunPaths, load_session
 from qrsup.agents.session_noise import DEFAULT_NOISE
 from qrsup.agents.store import Store
 from qrsup.agents.tuner import source_hash
+from qrsup.kernels.judge.outcome import device_info
 from qrsup.kernels.judge.report import JudgeReport
 from qrsup.kernels.schema import BOOTSTRAP_AGENT, Candidate
 from qrsup.kernels.suites import get_suite
@@ -41,12 +43,14 @@ def stored(
     geomean_ns: float,
     means: dict[int, float],
     agent: str = "a1",
+    device: dict[str, str] | None = None,
+    family: str = "blocked_wy",
 ) -> None:
     row = Candidate(
-        cid, source_hash(source), source, None, "a1", "exploit", "blocked_wy", "", None, time.time()
+        cid, source_hash(source), source, None, "a1", "exploit", family, "", None, time.time()
     )
     store.add_candidate(row)
-    report = {"verdict": "pass", "geomean_ns": geomean_ns, "reason": ""}
+    report = {"verdict": "pass", "geomean_ns": geomean_ns, "reason": "", "device": device or {}}
     store.add_evaluation(cid, agent, 0, "full", report, means)
 
 
@@ -215,6 +219,55 @@ def test_the_first_decision_since_the_agents_started_times_the_incumbent_again(
         assert decide(started("a2"), "c-third").decision == "rejected"  # a2 restarted
         runs = [e.agent for e in store.evaluations("c-incumbent")]
         assert runs == [BOOTSTRAP_AGENT, "a1", "a2"]
+    finally:
+        store.close()
+
+
+@pytest.mark.e2e  # two full judge runs: about 6 s here
+def test_figures_from_another_machine_do_not_decide_here(tmp_path: Path) -> None:
+    """A workspace relaunched on another machine: the incumbent and a slot's holder were timed
+    on an H200 (here, a thousand times faster than this CPU can run them). A candidate timed
+    here is decided against their figures here: both are judged on this device first, and
+    the candidate, faster than the incumbent here, takes the exploit slot."""
+    paths = make_session(tmp_path, (AgentSpec("a1"),))
+    session = load_session(paths)
+    store = Store(paths.store)
+    try:
+        paths.ensure("a1")
+        evaluator = Evaluator(get_suite(session.suite), "cpu", "quick")
+        recorder = Recorder(paths, store, session.workspace, "a1", "exploit")
+        decider = Decider(paths, session, store, evaluator, recorder, lambda _: lambda _: None)
+        there = {"type": "cuda", "name": "NVIDIA H200"}
+        here = device_info(torch.device("cpu"))
+        incumbent_source = (CANDIDATES / "torch_geqrf.py").read_text()
+        fast = {0: 1e3, 1: 1e3}
+        stored(store, "c-incumbent", incumbent_source, 1e3, fast, device=there)
+        store.add_promotion("c-incumbent", None, 1e3, None, {}, "bootstrap")
+        holder_source = f"{incumbent_source}\n# another family's holder\n"
+        stored(store, "c-holder", holder_source, 1e3, fast, device=there, family="external")
+        store.set_beam("structural", "c-holder", 1e3, 0)
+        source = f"{incumbent_source}\n# the challenger\n"
+        stored(store, "c-new", source, 1e4, {0: 1e4, 1: 1e4}, device=here)
+        report = JudgeReport.from_dict(
+            {"verdict": "pass", "reason": "", "candidate": "c-new.py", "source_sha256": "",
+             "suite": "tiny-loop", "mode": "bench", "seed": None, "geomean_ns": 1e4,
+             "device": here}
+        )  # fmt: skip
+        full = StageResult("full", report, {0: 1e4, 1: 1e4})
+        decided = decider.decide(store.candidate("c-new"), full, "exploit", 1)
+        assert decided.decision == "beam exploit", decided.reason
+        for cid in ("c-incumbent", "c-holder"):
+            devices = [e.device_name for e in store.evaluations(cid)]
+            assert devices == ["NVIDIA H200", here["name"]], (cid, devices)
+            timed_here = store.candidate(cid, here["name"])
+            assert timed_here is not None and timed_here.geomean_ns is not None
+            assert timed_here.geomean_ns > 1e4  # slower here than the H200 figure said
+        assert store.beam()["structural"].candidate_id == "c-holder"  # kept, with figures here
+        log = paths.agent_log("a1").read_text()
+        assert "timing the incumbent c-incumbent again under the full rule" in log
+        assert (
+            "timing the structural holder c-holder again under the full rule: it was never " in log
+        )
     finally:
         store.close()
 

@@ -196,3 +196,33 @@ def test_a_long_reason_is_cut_between_words_in_the_agent_log_and_log_md(tmp_path
 def test_a_comparison_says_how_old_the_incumbents_figures_are(age: int, said: str) -> None:
     described = Comparison("quick", 2e6, 1e6, 0.02, age).describe()
     assert described == f"2 ms against the incumbent's 1 ms (quick rule, {said})"
+
+
+def test_a_candidates_figures_on_a_device_are_its_best_there_alone(tmp_path):
+    """Relaunched on another machine, a workspace's figures from the first do not stand for
+    the second; asked for no device, the best anywhere is what the board shows."""
+    store = Store(tmp_path / "store.sqlite")
+    source = "def custom_kernel(a):\n    return a\n"
+    store.add_candidate(
+        Candidate("c-1", "h1", source, None, "a1", "exploit", "fast", "", None, time.time())
+    )
+
+    def evaluation(device: str, verdict: str, geomean_ns: float | None) -> None:
+        report = {"verdict": verdict, "reason": "", "geomean_ns": geomean_ns}
+        report["device"] = {"type": "cuda", "name": device}
+        store.add_evaluation("c-1", "a1", 1, "full", report, {0: geomean_ns or 0.0})
+
+    evaluation("NVIDIA H200", "pass", 2e6)
+    evaluation("NVIDIA H100 80GB HBM3", "pass", 3e6)
+    evaluation("NVIDIA H100 80GB HBM3", "fail", None)
+    evaluation("NVIDIA H100 80GB HBM3", "pass", 2.5e6)
+    assert store.candidate("c-1").geomean_ns == 2e6
+    assert store.candidate("c-1", "NVIDIA H200").geomean_ns == 2e6
+    assert store.candidate("c-1", "NVIDIA H100 80GB HBM3").geomean_ns == 2.5e6
+    elsewhere = store.candidate("c-1", "NVIDIA B200")
+    assert (elsewhere.verdict, elsewhere.geomean_ns) == (None, None)  # never judged there
+    assert [e.device_name for e in store.evaluations("c-1")][:2] == [
+        "NVIDIA H200",
+        "NVIDIA H100 80GB HBM3",
+    ]
+    store.close()

@@ -35,6 +35,12 @@ class JudgeReport:
     def passed(self) -> bool:
         return self.verdict == "pass"
 
+    @property
+    def device_name(self) -> str:
+        """What the judge ran on (`torch.cuda.get_device_name`, or the CPU's name): figures
+        compare only with figures from the same."""
+        return self.device.get("name", "")
+
     def isolation_warning(self) -> str:
         """One line when the candidate ran without the judge's full boundary, else ""."""
         missing = self.isolation.get("missing") or []
