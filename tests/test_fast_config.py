@@ -177,11 +177,14 @@ def test_the_panel_register_cap_holds_only_panels_of_four_warps_or_more() -> Non
 
 def test_inner_updates_alone_take_the_inner_register_cap() -> None:
     shape = load_config(DEFAULT_CONFIGS).for_shape(640, 512)
-    capped = dataclasses.replace(shape, inner_update_max_registers=128)
-    updates = [op for op in make_plan(640, 512, capped).ops if isinstance(op, UpdateOp)]
-    inner = {op.max_registers for op in updates if op.nb < capped.block_width}
-    trailing = {op.max_registers for op in updates if op.nb == capped.block_width}
-    assert (inner, trailing) == ({128}, {0})
+    for trailing_cap in (0, 168):
+        capped = dataclasses.replace(
+            shape, inner_update_max_registers=128, update_max_registers=trailing_cap
+        )
+        updates = [op for op in make_plan(640, 512, capped).ops if isinstance(op, UpdateOp)]
+        inner = {op.max_registers for op in updates if op.nb < capped.block_width}
+        trailing = {op.max_registers for op in updates if op.nb == capped.block_width}
+        assert (inner, trailing) == ({128}, {trailing_cap})
 
 
 def test_blocks_update_the_trailing_matrix_once_each() -> None:

@@ -379,7 +379,8 @@ def test_register_caps_reach_the_launches_they_hold(
         launches.clear()
         return found
 
-    _launch_on_meta(640, 512, panel_max_registers=96, inner_update_max_registers=128)
+    caps = {"panel_max_registers": 96, "inner_update_max_registers": 128}
+    _launch_on_meta(640, 512, **caps, update_max_registers=0)
     capped = seen()
     assert {(512, None, 96), (128, None, None), (None, 16, 128), (None, 64, None)} <= capped
     assert all(cap in (96, 128, None) for *_, cap in capped)
