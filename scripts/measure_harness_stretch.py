@@ -6,10 +6,12 @@ inspection than those (their timed windows 0.14 ms), and a near miss became a fa
 the contestant's own harness in one process, without the referee: do-nothing cycles, then the
 candidate's, then do-nothing cycles again, and times each harness step in each. A step slower
 only beside the candidate's calls points at what its calls leave behind; one slower in the last
-do-nothing cycles too, at what loading it changed in the process.
+do-nothing cycles too, at what loading it changed in the process. Do-nothing cycles whose window
+waits `--wait-ms` on the device (a sleep kernel, as long as the candidate's work) tell whether
+waiting for the device there is what slows the steps after it.
 
 `python scripts/measure_harness_stretch.py FILE [--shape 20x32] [--case dense] [--cond 1]
-[--count 50] [--cycles 30]`
+[--count 50] [--cycles 30] [--wait-ms 1.7]`
 """
 
 from __future__ import annotations
@@ -41,9 +43,21 @@ def timed(timings: Timings, label: str, function: Callable) -> Callable:
     return wrapper
 
 
-def instrument(timings: Timings) -> None:
-    """Time the harness's steps. Done before the contestant (and its watch) exists, so the
-    watch takes the wrapped steps for the harness's own."""
+def instrument(timings: Timings, wait: dict[str, float]) -> None:
+    """Time the harness's steps, and let the do-nothing kernel wait `wait["ms"]` on the device.
+    Done before the contestant (and its watch) exists, so the watch takes the wrapped steps for
+    the harness's own."""
+    do_nothing = harness._calibration_kernel
+
+    def waiting(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        if wait["ms"] > 0 and a.is_cuda:
+            clock_hz = torch.cuda.get_device_properties(a.device).clock_rate * 1e3
+            torch.cuda._sleep(int(wait["ms"] * 1e-3 * clock_hz / wait["calls"]))
+        elif wait["ms"] > 0:
+            time.sleep(wait["ms"] * 1e-3 / wait["calls"])
+        return do_nothing(a)
+
+    harness._calibration_kernel = waiting
     harness.generate_input = timed(timings, "prepare: generate_input", harness.generate_input)
     harness._tensor_clone = timed(timings, "prepare: clone", harness._tensor_clone)
     harness._collect = timed(timings, "inspect: collect", harness._collect)
@@ -85,19 +99,25 @@ def main() -> None:
     parser.add_argument("--cond", type=float, default=1.0)
     parser.add_argument("--count", type=int, default=50, help="inputs per repetition")
     parser.add_argument("--cycles", type=int, default=30)
+    parser.add_argument("--wait-ms", type=float, default=1.7, help="per cycle, on the device")
     args = parser.parse_args()
     batch, n = (int(x) for x in args.shape.split("x"))
     spec = {"batch": batch, "n": n, "cond": args.cond, "case": args.case}
     steps: Timings = defaultdict(list)
-    instrument(steps)
+    wait = {"ms": 0.0, "calls": float(args.count)}
+    instrument(steps, wait)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     contestant = harness.Contestant(device)
     table: dict[str, dict[str, float]] = {}
-    for label, calibrate, load in (
-        ("do-nothing before", True, False),
-        ("candidate", False, True),
-        ("do-nothing after", True, False),
+    waiting = f"waits {args.wait_ms:g} ms"
+    for label, calibrate, load, wait_ms in (
+        ("do-nothing before", True, False, 0.0),
+        (waiting, True, False, args.wait_ms),
+        ("candidate", False, True, 0.0),
+        ("do-nothing after", True, False, 0.0),
+        (f"{waiting} after", True, False, args.wait_ms),
     ):
+        wait["ms"] = wait_ms
         if load:
             reply = contestant.import_candidate(args.file.resolve())
             if not reply.get("ok"):
@@ -110,9 +130,9 @@ def main() -> None:
         table[label] = medians | per_cycle
     labels = list(table)
     print(f"{args.shape} {args.case} c{args.cond:g}, {args.count} inputs per cycle, {device}")
-    print(f"{'ms per cycle':32}" + "".join(f"{label:>20}" for label in labels))
+    print(f"{'ms per cycle':28}" + "".join(f"{label:>19}" for label in labels))
     for row in dict.fromkeys(name for label in labels for name in table[label]):
-        print(f"{row:32}" + "".join(f"{table[label].get(row, 0.0):20.3f}" for label in labels))
+        print(f"{row:28}" + "".join(f"{table[label].get(row, 0.0):19.3f}" for label in labels))
 
 
 if __name__ == "__main__":

@@ -75,21 +75,26 @@ class Outcome:
     incumbent: Candidate | None
 
 
+def start_decider(
+    paths: RunPaths, store: Store, agent: str = "a1", focus: Focus | None = None
+) -> Decider:
+    """An agent's decider on the CPU, built as the agent starts."""
+    session = load_session(paths)
+    paths.ensure(agent)
+    evaluator = Evaluator(get_suite(session.suite), "cpu", "quick")
+    recorder = Recorder(paths, store, session.workspace, agent, "exploit")
+    return Decider(paths, session, store, evaluator, recorder, lambda _: lambda _: None, focus)
+
+
 def decide_against_the_incumbent(
     tmp_path: Path, cid: str, source: str, focus: Focus | None = None
 ) -> Outcome:
     """A challenger whose stages were a thousand times faster than the `torch.geqrf` incumbent,
     so that it contends, decided as an exploit with real re-timing runs on the CPU."""
     paths = make_session(tmp_path, (AgentSpec("a1"),), auto_promote=True)
-    session = load_session(paths)
     store = Store(paths.store)
     try:
-        paths.ensure("a1")
-        evaluator = Evaluator(get_suite(session.suite), "cpu", "quick")
-        recorder = Recorder(paths, store, session.workspace, "a1", "exploit")
-        decider = Decider(
-            paths, session, store, evaluator, recorder, lambda _: lambda _: None, focus
-        )
+        decider = start_decider(paths, store, focus=focus)
         # a1's own full stage of the incumbent, since it started: nothing to settle
         incumbent_source = (CANDIDATES / "torch_geqrf.py").read_text()
         stored(store, "c-incumbent", incumbent_source, 1e9, {0: 1e9, 1: 1e9})
@@ -178,19 +183,12 @@ def test_the_first_decision_since_the_agents_started_times_the_incumbent_again(
     start figure is a thousand times too slow, and the candidates ten times faster than it. Two
     agents started together time it once; an agent started later (a restart, a relaunch) again."""
     paths = make_session(tmp_path, (AgentSpec("a1"), AgentSpec("a2")))
-    session = load_session(paths)
     store = Store(paths.store)
     try:
         incumbent_source = (CANDIDATES / "torch_geqrf.py").read_text()
         stale = {0: 1e9, 1: 1e9}
         stored(store, "c-incumbent", incumbent_source, 1e9, stale, agent=BOOTSTRAP_AGENT)
         store.add_promotion("c-incumbent", None, 1e9, None, {}, "bootstrap")
-        evaluator = Evaluator(get_suite(session.suite), "cpu", "quick")
-
-        def started(agent: str) -> Decider:
-            paths.ensure(agent)
-            recorder = Recorder(paths, store, session.workspace, agent, "exploit")
-            return Decider(paths, session, store, evaluator, recorder, lambda _: lambda _: None)
 
         def decide(decider: Decider, cid: str) -> Decided:
             source = f"{incumbent_source}\n# {cid}\n"
@@ -202,7 +200,7 @@ def test_the_first_decision_since_the_agents_started_times_the_incumbent_again(
             full = StageResult("full", report, {0: 1e8, 1: 1e8})
             return decider.decide(store.candidate(cid), full, "exploit", 1)
 
-        a1, a2 = started("a1"), started("a2")
+        a1, a2 = start_decider(paths, store, "a1"), start_decider(paths, store, "a2")
         decided = [decide(a1, "c-first"), decide(a2, "c-second")]
         assert [d.decision for d in decided] == ["rejected", "rejected"], decided
         assert all(d.reason.startswith("exploit: not faster than the incumbent") for d in decided)
@@ -216,7 +214,9 @@ def test_the_first_decision_since_the_agents_started_times_the_incumbent_again(
         assert "timing the incumbent c-incumbent again under the full rule" in log
         assert "the incumbent c-incumbent: 1000 ms before, " in log, log
         assert not paths.agent_log("a2").exists()  # nothing to say: it decided on the new figure
-        assert decide(started("a2"), "c-third").decision == "rejected"  # a2 restarted
+        assert (
+            decide(start_decider(paths, store, "a2"), "c-third").decision == "rejected"
+        )  # a2 restarted
         runs = [e.agent for e in store.evaluations("c-incumbent")]
         assert runs == [BOOTSTRAP_AGENT, "a1", "a2"]
     finally:
@@ -230,13 +230,9 @@ def test_figures_from_another_machine_do_not_decide_here(tmp_path: Path) -> None
     here is decided against their figures here: both are judged on this device first, and
     the candidate, faster than the incumbent here, takes the exploit slot."""
     paths = make_session(tmp_path, (AgentSpec("a1"),))
-    session = load_session(paths)
     store = Store(paths.store)
     try:
-        paths.ensure("a1")
-        evaluator = Evaluator(get_suite(session.suite), "cpu", "quick")
-        recorder = Recorder(paths, store, session.workspace, "a1", "exploit")
-        decider = Decider(paths, session, store, evaluator, recorder, lambda _: lambda _: None)
+        decider = start_decider(paths, store)
         there = {"type": "cuda", "name": "NVIDIA H200"}
         here = device_info(torch.device("cpu"))
         incumbent_source = (CANDIDATES / "torch_geqrf.py").read_text()
