@@ -22,6 +22,8 @@ record_env() {
   {
     date -u; id; echo "cores: $(nproc)"; echo "CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-}"
     nvidia-smi --query-gpu=index,name,driver_version,memory.total,clocks.sm --format=csv,noheader
+    # Which CPUs share a memory node: the judge's records name the CPUs its cycles ended on.
+    lscpu 2>/dev/null | grep -E '^(Model name|Socket|NUMA|CPU max MHz|CPU min MHz)'
     python -c "import torch, triton; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'triton', triton.__version__)"
     git log -1 --format='commit %h %s' 2>/dev/null
     # The tree shipped is the working tree: say when it differs from that commit.

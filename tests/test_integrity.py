@@ -17,6 +17,7 @@ from qrsup.kernels.judge.integrity import (
     export_cost_ns,
     export_cpu_cost_ns,
     judge_integrity,
+    placement,
     spec_baseline,
     spread_ns,
     stretch_by_phase,
@@ -265,6 +266,17 @@ def test_the_stretch_is_told_by_phase():
         "window": 0.0,
         "inspect": 0.0,
     }
+
+
+def test_the_record_says_which_cpus_calibration_and_timing_ended_on():
+    """Whether a process that ran its harness slower than calibrated had moved, next time."""
+
+    def on(cycles: list[Cycle], cpus: tuple[int, ...]) -> list[Cycle]:
+        return [replace(c, cpu=cpu) for c, cpu in zip(cycles, cpus, strict=True)]
+
+    base = spec_baseline(on(_cycles(0.0, 0.0, 0.0, 3), (3, 3, 5)), 0.0, 0.1 * MS, 0.1 * MS)
+    timed = on(_cycles(0.1, 3.0, 0.0, 3), (9, 11, 9))
+    assert placement(timed, base) == {"calibration": [3, 5], "timed": [9, 11]}
 
 
 def _loaded_cycles(hidden_ms: float, launch_wait_ms: float, report: float | None = None) -> list:

@@ -131,6 +131,13 @@ class ContestantProcess:
         """(its other threads' time on a CPU, its main thread's wait for a CPU) so far."""
         return self._threads.other_threads_ran_ns(), schedstat(self._ps.pid)[1]
 
+    def cpu_num(self) -> int:
+        """The CPU its main thread last ran on (-1 once it is gone)."""
+        try:
+            return self._ps.cpu_num()
+        except psutil.NoSuchProcess:
+            return -1
+
     def cpu_time_ns(self) -> int:
         """User plus system CPU time of all the contestant's threads so far."""
         try:

@@ -138,6 +138,7 @@ class Cycle:
     # CPU the candidate's own Python threads ran while the harness held its inputs or outputs
     # outside the window, as the contestant read it (candidate_threads.py)
     candidate_threads_ns: float = 0.0
+    cpu: int = -1  # the CPU the contestant's main thread ran on last, as the cycle ended
 
     @property
     def contestant_launching_wait_ns(self) -> float:
@@ -195,6 +196,8 @@ class CycleBaseline:
     export_cpu_ns: float = 0.0
     """What an export adds to the contestant's CPU time beyond the wall clock outside the
     window (`export_cpu_cost_ns`)."""
+    cpus: tuple[int, ...] = ()
+    """The CPUs the do-nothing cycles ended on (`placement`)."""
 
 
 @dataclass(frozen=True)
@@ -291,6 +294,7 @@ def spec_baseline(
         inspect_ns=statistics.median(c.inspect_ns for c in plain),
         window_jitter_ns=max(window_jitter_ns, max(windows) - window),
         export_cpu_ns=export_cpu_ns,
+        cpus=tuple(sorted({c.cpu for c in plain})),
     )
 
 
@@ -323,6 +327,15 @@ def stretch_by_phase(cycles: Sequence[Cycle], baseline: CycleBaseline) -> dict[s
         "window": statistics.median(c.window_overhead_ns for c in plain) - baseline.window_ns,
         "inspect": statistics.median(c.inspect_ns for c in plain) - baseline.inspect_ns,
     }
+
+
+def placement(cycles: Sequence[Cycle], baseline: CycleBaseline) -> dict[str, list[int]]:
+    """The CPUs the contestant's main thread ended its do-nothing and its timed cycles on. On an
+    H100 the do-nothing cycles' preparation of 20×32 took 4.4 ms in some runs and 7.4 ms in
+    others; an honest candidate's took 7.4 ms in runs where they read 4.4, and failed. A
+    process that moved between calibration and timing (another core, another memory node)
+    would say so here."""
+    return {"calibration": list(baseline.cpus), "timed": sorted({c.cpu for c in cycles})}
 
 
 def judge_integrity(

@@ -43,6 +43,7 @@ from qrsup.kernels.judge.integrity import (
     export_cost_ns,
     export_cpu_cost_ns,
     judge_integrity,
+    placement,
     spec_baseline,
     spread_ns,
     stretch_by_phase,
@@ -401,6 +402,7 @@ class Referee:
             waits_excused=excused,
             other_threads_ns=float(outside.others_ns),
             candidate_threads_ns=float(_threads_ns(reply) + _threads_ns(inspected.reply)),
+            cpu=proc.cpu_num(),
         )
 
     def _excusable(self, stretch: _Reading, wall_ns: float) -> bool:
@@ -570,6 +572,7 @@ def _integrity_record(
         "stretch_ns": stretch_by_phase(cycles, baseline),
         "cpu_excess_ns": cpu_excess_by_kind(cycles),
         "excusal": excusal_by_kind(cycles),
+        "cpus": placement(cycles, baseline),
     }
 
 
