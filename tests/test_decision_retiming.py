@@ -11,9 +11,13 @@ from pathlib import Path
 
 import pytest
 import torch
+from qrsup.agents.advisor import build_advisor
 from qrsup.agents.affected_specs import AffectedSpecs
+from qrsup.agents.agent_main import build_proposer
 from qrsup.agents.decision import Decided, Decider, Focus
 from qrsup.agents.evaluation import Comparison, Evaluator, StageResult
+from qrsup.agents.incumbent import Incumbent
+from qrsup.agents.loop import ResearchAgent
 from qrsup.agents.recorder import Recorder
 from qrsup.agents.session import AgentSpec, RunPaths, load_session
 from qrsup.agents.session_noise import DEFAULT_NOISE
@@ -300,5 +304,39 @@ def test_every_agent_decides_against_the_sessions_latest_whole_suite_noise(tmp_p
         assert decider.noise == 0.066  # a focused re-timing's noise is its own gain's
         a1.event({"event": "noise", "time": "2026-12-07T11:10:00", "noise": 0.001, "share": 1.0})
         assert decider.noise == DEFAULT_NOISE / 2  # never below half the default
+    finally:
+        store.close()
+
+
+@pytest.mark.e2e  # one reference run: about 3 s here
+def test_the_incumbents_quick_figures_from_another_device_are_timed_again_here(
+    tmp_path: Path,
+) -> None:
+    """An agent's name outlives a relaunch, which may be on another machine: its quick stages
+    there are compared with the incumbent's quick figures there, never with the first's."""
+    paths = make_session(tmp_path, (AgentSpec("a1"),))
+    session = load_session(paths)
+    store = Store(paths.store)
+    try:
+        paths.ensure("a1")
+        spec = session.agent("a1")
+        evaluator = Evaluator(get_suite(session.suite), "cpu", "quick")
+        proposer = build_proposer(spec, session, store, None)
+        agent = ResearchAgent(
+            paths, session, spec, store, proposer, evaluator, build_advisor(spec, session, paths)
+        )
+        source = (CANDIDATES / "torch_geqrf.py").read_text()
+        stored(store, "c-incumbent", source, 1e3, {0: 1e3, 1: 1e3})
+        store.add_promotion("c-incumbent", None, 1e3, None, {}, "seed")
+        there = {"type": "cuda", "name": "NVIDIA H200"}
+        report = {"verdict": "pass", "reason": "", "geomean_ns": 1e3, "device": there}
+        store.add_evaluation("c-incumbent", "a1", 0, "quick", report, {0: 1e3, 1: 1e3})
+        incumbent = Incumbent.load(store)
+        assert agent._incumbent_quick(incumbent, [0, 1], there["name"]) == ({0: 1e3, 1: 1e3}, 0)
+        here = device_info(torch.device("cpu"))["name"]
+        means, age = agent._incumbent_quick(incumbent, [0, 1], here)
+        assert age == 0 and min(means.values()) > 1e4  # timed here, not the H200's figures
+        quick = [e.device_name for e in store.evaluations("c-incumbent") if e.stage == "quick"]
+        assert quick == [there["name"], here]
     finally:
         store.close()
