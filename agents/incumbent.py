@@ -223,8 +223,9 @@ def time_again(
     result.store(recorder.store, row.id, recorder.agent, iteration)
     best = recorder.store.candidate(row.id, result.report.device_name or None)
     stands = best.geomean_ns if best else None
+    was = "no figure here" if before is None else format_ms(before)
     log.write(
-        f"{what}: {format_ms(before)} before, {format_ms(result.geomean_ns)} now "
+        f"{what}: {was} before, {format_ms(result.geomean_ns)} now "
         f"({result.report.verdict}); it stands at {format_ms(stands)}"
     )
     return result
