@@ -268,6 +268,7 @@ def test_figures_from_another_machine_do_not_decide_here(tmp_path: Path) -> None
         assert (
             "timing the structural holder c-holder again under the full rule: it was never " in log
         )
+        assert "the structural holder c-holder: no figure here before, " in log
     finally:
         store.close()
 
