@@ -11,7 +11,7 @@ waits `--wait-ms` on the device (a sleep kernel, as long as the candidate's work
 waiting for the device there is what slows the steps after it.
 
 `python scripts/measure_harness_stretch.py FILE [--shape 20x32] [--case dense] [--cond 1]
-[--count 50] [--cycles 30] [--wait-ms 1.7]`
+[--count 50] [--cycles 30] [--wait-ms 1.7] [--gap-ms 0.2]`
 """
 
 from __future__ import annotations
@@ -72,9 +72,15 @@ def instrument(timings: Timings, wait: dict[str, float]) -> None:
 
 
 def run_cycles(
-    contestant: harness.Contestant, spec: dict, count: int, cycles: int, calibrate: bool
+    contestant: harness.Contestant,
+    spec: dict,
+    count: int,
+    cycles: int,
+    calibrate: bool,
+    gap_s: float,
 ) -> Timings:
-    """`cycles` repetitions of prepare → go → inspect, each exchange timed whole."""
+    """`cycles` repetitions of prepare → go → inspect, each exchange timed whole, `gap_s`
+    apart: the referee's own work between exchanges, during which the device idles."""
     phases: Timings = defaultdict(list)
     for cycle in range(cycles):
         seeds = [1_000_003 * cycle + i for i in range(count)]
@@ -84,6 +90,7 @@ def run_cycles(
             ("inspect", {}),
         )
         for name, message in messages:
+            time.sleep(gap_s)
             start = time.perf_counter()
             reply = getattr(contestant, name)(message)
             phases[name].append((time.perf_counter() - start) * 1e3)
@@ -101,6 +108,7 @@ def main() -> None:
     parser.add_argument("--count", type=int, default=50, help="inputs per repetition")
     parser.add_argument("--cycles", type=int, default=30)
     parser.add_argument("--wait-ms", type=float, default=1.7, help="per cycle, on the device")
+    parser.add_argument("--gap-ms", type=float, default=0.2, help="between exchanges")
     args = parser.parse_args()
     batch, n = (int(x) for x in args.shape.split("x"))
     spec = {"batch": batch, "n": n, "cond": args.cond, "case": args.case}
@@ -124,7 +132,8 @@ def main() -> None:
             if not reply.get("ok"):
                 raise SystemExit(f"load refused: {reply}")
         steps.clear()
-        phases = run_cycles(contestant, spec, args.count, args.cycles, calibrate)
+        gap_s = args.gap_ms / 1e3
+        phases = run_cycles(contestant, spec, args.count, args.cycles, calibrate, gap_s)
         medians = {name: statistics.median(values) for name, values in phases.items()}
         # Steps summed per cycle (a step may run several times in one), then their median.
         per_cycle = {name: sum(values) / args.cycles for name, values in steps.items()}
