@@ -12,10 +12,9 @@ Usage: python scripts/harness_stretch.py REPORT.json [REPORT.json ...]
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-from window_waits import load_report
+from window_waits import load_report, ms, print_reports
 
 SHOWN_SHARE = 0.5  # an attempt past this share of its allowance is shown even when it passed
 
@@ -42,26 +41,15 @@ def _share(record: dict) -> float:
 def _attempt(record: dict) -> str:
     base, stretch = record.get("baseline") or {}, record.get("stretch_ns") or {}
     phases = ", ".join(
-        f"{phase} {_ms(base.get(f'{phase}_ns'))} + {_ms(stretch.get(phase))}"
+        f"{phase} {ms(base.get(f'{phase}_ns'))} + {ms(stretch.get(phase))}"
         for phase in ("prepare", "inspect")
     )
     cpus = record.get("cpus") or {}
     placed = f"cpus {cpus.get('calibration', '?')} → {cpus.get('timed', '?')}" if cpus else ""
     verdict = "ok" if record.get("ok") else "FAIL"
-    window = _ms(stretch.get("window"))
+    window = ms(stretch.get("window"))
     return f"{verdict} share {_share(record):.2f}; {phases}, window + {window}; {placed}"
 
 
-def _ms(ns: float | None) -> str:
-    return "—" if ns is None else f"{ns / 1e6:.2f}"
-
-
-def main() -> None:
-    if len(sys.argv) < 2:
-        sys.exit(__doc__.strip().splitlines()[-1])
-    for name in sys.argv[1:]:
-        print("\n".join(rows(Path(name))))
-
-
 if __name__ == "__main__":
-    main()
+    print_reports(rows, __doc__)

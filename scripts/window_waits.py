@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -36,7 +37,7 @@ def load_report(path: Path) -> dict:
 def rows(path: Path) -> list[str]:
     report = load_report(path)
     ceiling = (report.get("calibration") or {}).get("contestant_window_wait_max_ns")
-    lines = [f"{path.name}: {report['verdict']}, do-nothing window wait max {_ms(ceiling)}"]
+    lines = [f"{path.name}: {report['verdict']}, do-nothing window wait max {ms(ceiling)}"]
     for spec in report["specs"]:
         integrity = spec.get("integrity") or {}
         if spec["kind"] != "benchmark" or not integrity:
@@ -44,9 +45,9 @@ def rows(path: Path) -> list[str]:
         waits = integrity.get("window_waits_ns") or {}
         stretch = (integrity.get("stretch_ns") or {}).get("window")
         lines.append(
-            f"  {spec['label']:<22} {spec['status']:<6} window stretch {_ms(stretch)}, "
-            f"waits referee {_ms(waits.get('referee'))} contestant {_ms(waits.get('contestant'))}"
-            f" (launching, not excused: {_ms(waits.get('contestant_launching'))})"
+            f"  {spec['label']:<22} {spec['status']:<6} window stretch {ms(stretch)}, "
+            f"waits referee {ms(waits.get('referee'))} contestant {ms(waits.get('contestant'))}"
+            f" (launching, not excused: {ms(waits.get('contestant_launching'))})"
         )
         first = integrity.get("first_attempt")
         if first or spec["status"] != "pass":
@@ -63,22 +64,23 @@ def _excusal(record: dict) -> str:
         return "no excusal record (a report from before it was kept)"
     shares, others = excusal.get("excused_share", {}), excusal.get("other_threads_ns", {})
     return "; ".join(
-        f"{kind} cycles excused {shares[kind]:.0%}, other threads {_ms(others.get(kind))}"
+        f"{kind} cycles excused {shares[kind]:.0%}, other threads {ms(others.get(kind))}"
         for kind in ("plain", "exported")
         if kind in shares
     )
 
 
-def _ms(ns: float | None) -> str:
+def ms(ns: float | None) -> str:
     return "—" if ns is None else f"{ns / 1e6:.3f} ms"
 
 
-def main() -> None:
+def print_reports(rows_of: Callable[[Path], list[str]], usage: str) -> None:
+    """`rows_of` each report named on the command line, or the usage line without one."""
     if len(sys.argv) < 2:
-        sys.exit(__doc__.strip().splitlines()[-1])
+        sys.exit(usage.strip().splitlines()[-1])
     for name in sys.argv[1:]:
-        print("\n".join(rows(Path(name))))
+        print("\n".join(rows_of(Path(name))))
 
 
 if __name__ == "__main__":
-    main()
+    print_reports(rows, __doc__)
