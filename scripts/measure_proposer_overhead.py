@@ -22,6 +22,7 @@ from qrsup.agents.proposal import OutcomeSummary, ParentCandidate, ProposalConte
 from qrsup.agents.proposers.chat import ChatClient, ModelConfig
 from qrsup.agents.proposers.edits import apply_answer
 from qrsup.agents.proposers.openai_proposer import OpenAIProposer
+from qrsup.kernels.judge.outcome import cpu_model
 from qrsup.kernels.suites import get_suite
 
 from tests.fake_openai_server import FakeOpenAIServer, ScriptedReply
@@ -103,13 +104,6 @@ def edit_answer(source: str) -> str:
         "HYPOTHESIS: measurement edit\nFAMILY: blocked-wy\n\n"
         f"<<<<<<< SEARCH\n{line}\n=======\n{line}  # edited\n>>>>>>> REPLACE\n"
     )
-
-
-def cpu_model() -> str:
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return platform.processor() or "unknown CPU"
 
 
 def timed_ms(action: Callable[[], object], repeats: int) -> list[float]:

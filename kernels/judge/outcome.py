@@ -100,9 +100,23 @@ def assemble_report(
 
 
 def device_info(device: torch.device) -> dict[str, str]:
+    """What the judge ran on. Its name keys a candidate's figures (Store.candidate): figures
+    from one device are compared only with figures from the same."""
     if device.type == "cuda":
         return {"type": "cuda", "name": torch.cuda.get_device_name(device)}
-    return {"type": "cpu", "name": platform.processor() or platform.machine()}
+    return {"type": "cpu", "name": cpu_model()}
+
+
+def cpu_model() -> str:
+    """The CPU's model name ("x86_64" said nothing of which CPU host timed a figure)."""
+    try:
+        with open("/proc/cpuinfo") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    return line.partition(":")[2].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
 
 
 def versions() -> dict[str, str]:
