@@ -21,6 +21,7 @@ from qrsup.kernels.judge.integrity import (
     spec_baseline,
     spread_ns,
     stretch_by_phase,
+    where_it_stretched,
     window_waits_ns,
 )
 from qrsup.kernels.judge.referee import (
@@ -455,3 +456,13 @@ def test_the_candidates_own_threads_may_run_outside_the_window_only_now_and_then
     if not ok:
         assert verdict.clock == "threads" and _far_beyond(verdict, count)
         assert f"in {ran} of {count} repetitions (0.080 ms of CPU read;" in verdict.reason
+
+
+def test_a_failure_says_which_exchange_ran_longer_than_the_do_nothing_cycles():
+    """An honest candidate's false failures stretched preparation and inspection; hidden work on
+    a side queue stretches the window: the reason tells a reader which."""
+    said = where_it_stretched({"prepare": 3.13 * MS, "window": 0.14 * MS, "inspect": 2.44 * MS})
+    assert said == (
+        "beyond the do-nothing cycles: prepare +3.130 ms, window +0.140 ms, inspect +2.440 ms"
+    )
+    assert where_it_stretched({}) == "no plain cycle to say where"

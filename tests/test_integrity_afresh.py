@@ -53,3 +53,4 @@ def test_a_candidate_that_stalls_the_harness_after_its_window_fails_on_both_atte
     assert spec["gate"] == "integrity"
     assert spec["integrity"]["first_attempt"]["clock"] in ("wall-clock", "threads")
     assert re.search(r"wall-clock accounting|own threads ran", report.reason), report.reason
+    assert re.search(r"beyond the do-nothing cycles: prepare [+-]\d", report.reason), report.reason

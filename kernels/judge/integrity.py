@@ -329,6 +329,16 @@ def stretch_by_phase(cycles: Sequence[Cycle], baseline: CycleBaseline) -> dict[s
     }
 
 
+def where_it_stretched(stretch: dict[str, float]) -> str:
+    """The median stretch of each exchange, in words: an honest candidate's false failures on
+    an H100 stretched preparation and inspection alone, hidden work on a side queue stretches
+    the window."""
+    if not stretch:
+        return "no plain cycle to say where"
+    said = ", ".join(f"{phase} {ns / 1e6:+.3f} ms" for phase, ns in stretch.items())
+    return f"beyond the do-nothing cycles: {said}"
+
+
 def placement(cycles: Sequence[Cycle], baseline: CycleBaseline) -> dict[str, list[int]]:
     """The CPUs the contestant's main thread ended its do-nothing and its timed cycles on. On an
     H100 the do-nothing cycles' preparation of 20×32 took 4.4 ms in some runs and 7.4 ms in

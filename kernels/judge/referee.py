@@ -47,6 +47,7 @@ from qrsup.kernels.judge.integrity import (
     spec_baseline,
     spread_ns,
     stretch_by_phase,
+    where_it_stretched,
     window_waits_ns,
 )
 from qrsup.kernels.judge.outcome import SpecOutcome, assemble_report
@@ -455,7 +456,9 @@ class Referee:
             "first_attempt": first_attempt,
         }
         if not verdict.ok:
-            outcome.fail("fail", f"{verdict.reason} ({len(cycles)} repetitions)", "integrity")
+            where = where_it_stretched(stretch_by_phase(cycles, self.baselines[spec]))
+            reason = f"{verdict.reason} ({len(cycles)} repetitions; {where})"
+            outcome.fail("fail", reason, "integrity")
 
     def _audit_due(self, outcome: SpecOutcome) -> bool:
         edge = outcome.index in (0, len(self.config["benchmarks"]) - 1)
