@@ -449,14 +449,15 @@ class Referee:
         outcome.stats = Stats.from_durations(durations)
         windows = [max(0.0, c.window_ns - self.go_overhead_ns) / outcome.count for c in cycles]
         outcome.referee_mean_ns = sum(windows) / len(windows)
+        record = _integrity_record(verdict, cycles, self.baselines[spec])
         outcome.integrity = {
-            **_integrity_record(verdict, cycles, self.baselines[spec]),
+            **record,
             "bookkeeping_ns": statistics.median(c.bookkeeping_ns for c in cycles),
             "window_waits_ns": window_waits_ns(cycles),
             "first_attempt": first_attempt,
         }
         if not verdict.ok:
-            where = where_it_stretched(stretch_by_phase(cycles, self.baselines[spec]))
+            where = where_it_stretched(record["stretch_ns"])
             reason = f"{verdict.reason} ({len(cycles)} repetitions; {where})"
             outcome.fail("fail", reason, "integrity")
 
