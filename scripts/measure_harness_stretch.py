@@ -99,10 +99,18 @@ def run_cycles(
     return phases
 
 
+def shape(text: str) -> tuple[int, int]:
+    """`BATCHxN`, both positive."""
+    batch, _, n = text.partition("x")
+    if not (batch.isdigit() and n.isdigit() and int(batch) > 0 and int(n) > 0):
+        raise argparse.ArgumentTypeError(f"{text!r} is not BATCHxN, e.g. 20x32")
+    return int(batch), int(n)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("file", type=Path)
-    parser.add_argument("--shape", default="20x32")
+    parser.add_argument("--shape", type=shape, default="20x32", help="BATCHxN")
     parser.add_argument("--case", default="dense")
     parser.add_argument("--cond", type=float, default=1.0)
     parser.add_argument("--count", type=int, default=50, help="inputs per repetition")
@@ -110,7 +118,9 @@ def main() -> None:
     parser.add_argument("--wait-ms", type=float, default=1.7, help="per cycle, on the device")
     parser.add_argument("--gap-ms", type=float, default=0.2, help="between exchanges")
     args = parser.parse_args()
-    batch, n = (int(x) for x in args.shape.split("x"))
+    if not args.file.is_file():
+        parser.error(f"{args.file}: no such candidate file")
+    batch, n = args.shape
     spec = {"batch": batch, "n": n, "cond": args.cond, "case": args.case}
     steps: Timings = defaultdict(list)
     wait = {"ms": 0.0, "calls": float(args.count)}
@@ -139,7 +149,7 @@ def main() -> None:
         per_cycle = {name: sum(values) / args.cycles for name, values in steps.items()}
         table[label] = medians | per_cycle
     labels = list(table)
-    print(f"{args.shape} {args.case} c{args.cond:g}, {args.count} inputs per cycle, {device}")
+    print(f"{batch}x{n} {args.case} c{args.cond:g}, {args.count} inputs per cycle, {device}")
     print(f"{'ms per cycle':28}" + "".join(f"{label:>19}" for label in labels))
     for row in dict.fromkeys(name for label in labels for name in table[label]):
         print(f"{row:28}" + "".join(f"{table[label].get(row, 0.0):19.3f}" for label in labels))
