@@ -137,14 +137,19 @@ def spec_note(spec: dict) -> str:
     attempt, which an honest kernel should rarely need and a reader of a pass should see."""
     if spec.get("reason"):
         return spec["reason"].splitlines()[0][:200]
-    first = (spec.get("integrity") or {}).get("first_attempt")
+    integrity = spec.get("integrity") or {}
+    first = integrity.get("first_attempt")
     if not first:
         return ""
-    return (
+    note = (
         f"timed again in a fresh contestant: the first attempt's {first.get('clock', '')} "
         f"accounting found {first['unaccounted_ns'] / 1e6:.3f} ms unaccounted, "
         f"{first['allowed_ns'] / 1e6:.3f} ms allowed"
     )
+    if beside := integrity.get("do_nothing_beside"):
+        raised = (integrity.get("baseline") or {}).get("fresh_ns", 0.0)
+        note += f"; then {beside} do-nothing cycles beside its own ran {raised / 1e6:+.3f} ms"
+    return note
 
 
 def summary_lines(report: JudgeReport, baseline: JudgeReport | None = None) -> list[str]:

@@ -38,6 +38,7 @@ def test_a_spec_that_fails_only_in_its_first_contestant_passes_when_timed_afresh
     assert first is not None and first["ok"] is False
     assert first["clock"] in ("wall-clock", "threads")
     assert integrity["ok"] is True
+    assert integrity["do_nothing_beside"] > 0  # judged beside do-nothing cycles of its process
     assert report.phases_s["recalibrate"] > 0
     imports = [line for line in report.candidate_output.splitlines() if "imported" in line]
     assert imports == ["imported; first process: True", "imported; first process: False"]

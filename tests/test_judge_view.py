@@ -43,6 +43,13 @@ def test_a_pass_that_needed_a_second_attempt_says_so_with_the_first_attempts_fig
     assert "timed again in a fresh contestant" in _printed([RETRIED])
 
 
+def test_a_pass_judged_beside_do_nothing_cycles_says_how_much_longer_they_ran():
+    integrity = {**RETRIED["integrity"], "do_nothing_beside": 12, "baseline": {"fresh_ns": 2.5e6}}
+    assert spec_note({**RETRIED, "integrity": integrity}).endswith(
+        "; then 12 do-nothing cycles beside its own ran +2.500 ms"
+    )
+
+
 def test_a_clean_pass_has_no_note_and_a_failure_shows_its_reason():
     clean = {**RETRIED, "integrity": {"ok": True}}
     failed = {**RETRIED, "index": 1, "status": "fail", "reason": "timing integrity: …\nmore"}

@@ -42,6 +42,7 @@ from qrsup.kernels.judge.integrity import (
     excusal_by_kind,
     export_cost_ns,
     export_cpu_cost_ns,
+    fresh_baseline,
     judge_integrity,
     placement,
     spec_baseline,
@@ -71,6 +72,8 @@ AUDIT_PROBABILITY = 0.25
 OTHER_THREADS_SLACK_NS = 2_000_000
 OTHER_THREADS_SHARE = 0.1
 ABORT_MIN_CYCLES = 4
+# A retry runs a do-nothing cycle after every this many of the candidate's (`_timed_repetitions`).
+BESIDE_EVERY = 2
 ABORT_FACTOR = 3.0
 ABORT_FLOOR = 1.5
 T = TypeVar("T")
@@ -427,8 +430,10 @@ class Referee:
         tolerance = CUDA_TOLERANCE if self.device.type == "cuda" else CPU_TOLERANCE
         self._warm_up(outcome)
         durations, cycles = self._timed_repetitions(outcome, tolerance)
-        verdict = judge_integrity(cycles, self.baselines[spec], tolerance)
+        baseline = self.baselines[spec]
+        verdict = judge_integrity(cycles, baseline, tolerance)
         first_attempt = None
+        beside: list[Cycle] = []
         if not verdict.ok:
             # The baseline, not the candidate, may be what is off: calibrated while another
             # process loaded the host, the do-nothing cycle came out cheaper than a quiet one
@@ -439,21 +444,26 @@ class Referee:
             # spec is timed once more in a new contestant, calibrated as the host is now before
             # the candidate is loaded into it again. Hidden work is systematic and fails again;
             # nothing the candidate started survives its old process.
-            first_attempt = _integrity_record(verdict, cycles, self.baselines[spec])
+            # Do-nothing cycles between its own then give the baseline as the harness runs
+            # beside the candidate (fresh_baseline): on an H100 an honest contestant's harness
+            # ran 1.7 times as long as calibrated in both of its processes.
+            first_attempt = _integrity_record(verdict, cycles, baseline)
             self._recalibrated_contestant(spec)
             self._warm_up(outcome)
-            durations, cycles = self._timed_repetitions(outcome, tolerance)
-            verdict = judge_integrity(cycles, self.baselines[spec], tolerance)
+            durations, cycles = self._timed_repetitions(outcome, tolerance, beside)
+            baseline = fresh_baseline(self.baselines[spec], beside)
+            verdict = judge_integrity(cycles, baseline, tolerance)
         if self._audit_due(outcome):
             self._audit()
         outcome.stats = Stats.from_durations(durations)
         windows = [max(0.0, c.window_ns - self.go_overhead_ns) / outcome.count for c in cycles]
         outcome.referee_mean_ns = sum(windows) / len(windows)
-        record = _integrity_record(verdict, cycles, self.baselines[spec])
+        record = _integrity_record(verdict, cycles, baseline)
         outcome.integrity = {
             **record,
             "bookkeeping_ns": statistics.median(c.bookkeeping_ns for c in cycles),
             "window_waits_ns": window_waits_ns(cycles),
+            "do_nothing_beside": len(beside),
             "first_attempt": first_attempt,
         }
         if not verdict.ok:
@@ -501,10 +511,12 @@ class Referee:
         )
 
     def _timed_repetitions(
-        self, outcome: SpecOutcome, tolerance: Tolerance
+        self, outcome: SpecOutcome, tolerance: Tolerance, beside: list[Cycle] | None = None
     ) -> tuple[list[float], list[Cycle]]:
         """Fresh inputs each repetition until the stopping rule is met, or until integrity is
-        already far beyond saving."""
+        already far beyond saving. Given `beside`, a do-nothing cycle follows every
+        `BESIDE_EVERY`-th of the candidate's and joins it, and the early look judges against
+        them (`fresh_baseline`); otherwise against the calibration alone."""
         spec, count = outcome.spec, outcome.count
         durations: list[float] = []
         cycles: list[Cycle] = []
@@ -523,8 +535,12 @@ class Referee:
             cycles.append(cycle)
             if cycle.exported:
                 self._check_exported(outcome, seeds)
+            if beside is not None and not finished and len(cycles) % BESIDE_EVERY == 0:
+                do_nothing = self._fresh_seeds(count)
+                beside.append(self._cycle(spec, do_nothing, lambda _: False, calibrate=True))
             if not finished and _abort_check_due(len(cycles)):
-                verdict = judge_integrity(cycles, self.baselines[spec], tolerance)
+                baseline = fresh_baseline(self.baselines[spec], beside or [])
+                verdict = judge_integrity(cycles, baseline, tolerance)
                 finished = _far_beyond(verdict, len(cycles))
         return durations, cycles
 
