@@ -1,7 +1,8 @@
 """Ray's own multi-node test cluster (`ray.cluster_utils.Cluster`) for the executor's tests.
 
 The head has no CPUs, so every judge run lands on a worker node; the two worker nodes have one
-CPU each and run on loopback beside the tests. A test that removes a worker node puts one back.
+CPU each, a kind of GPU each as Ray labels them (`accelerator_type:KIND`), and run on loopback
+beside the tests. A test that removes a worker node puts one back.
 """
 
 from __future__ import annotations
@@ -10,8 +11,9 @@ import os
 
 import psutil
 
-WORKER_NODES = 2
 NODE_ARGS = {"num_cpus": 1, "object_store_memory": 80 * 2**20}
+# Each worker node stands for a machine with its own kind of GPU, as Ray labels one it finds.
+KINDS = ("KIND-A", "KIND-B")
 # Processes only the Ray executor starts; no one else on a machine runs these.
 EXECUTOR_MODULES = (
     "qrsup.kernels.executors.ray_submit",
@@ -38,9 +40,14 @@ class RayTestCluster:
             initialize_head=True,
             head_node_args={"num_cpus": 0, "object_store_memory": 80 * 2**20},
         )
-        for _ in range(WORKER_NODES):
-            self.cluster.add_node(**NODE_ARGS)
+        self.kinds: dict[str, str] = {}  # worker node id → its kind of GPU
+        for kind in KINDS:
+            self._add(kind)
         self.cluster.wait_for_nodes()
+
+    def _add(self, kind: str) -> None:
+        node = self.cluster.add_node(**NODE_ARGS, resources={f"accelerator_type:{kind}": 1})
+        self.kinds[node.node_id] = kind
 
     @property
     def address(self) -> str:
@@ -53,10 +60,11 @@ class RayTestCluster:
         """Kill a worker node's processes, as a machine that dies would."""
         (node,) = [n for n in self.cluster.worker_nodes if n.node_id == node_id]
         self.cluster.remove_node(node)
+        del self.kinds[node_id]
 
     def restore(self) -> None:
-        while len(self.cluster.worker_nodes) < WORKER_NODES:
-            self.cluster.add_node(**NODE_ARGS)
+        for kind in sorted(set(KINDS) - set(self.kinds.values())):
+            self._add(kind)
         self.cluster.wait_for_nodes()
 
     def shutdown(self) -> None:

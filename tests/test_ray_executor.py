@@ -19,7 +19,7 @@ from qrsup.kernels.suites import SMOKE, Suite
 
 from tests.conftest import CANDIDATES, FAST_TIMEOUTS, TINY
 from tests.loop_helpers import wait_for
-from tests.ray_cluster import session_processes
+from tests.ray_cluster import KINDS, session_processes
 
 # Honest factors, two seconds a call: long enough to take its node away in the middle.
 SLOW = """
@@ -168,11 +168,13 @@ def test_a_run_waits_while_the_cluster_is_away_and_goes_ahead_when_it_is_back(
     assert report.verdict == "pass", report.reason
     waiting = [frame for frame in frames if frame.state == "waiting"]
     assert len(waiting) == 3 and waiting[0].phase == "no Ray cluster"
-    # one line per distinct reason, then one when it is back; never a traceback
+    # one line per distinct reason, then one when it is back, and where its runs go now; never
+    # a traceback
     assert [line.split(":")[0] for line in notes] == [
         "Ray cluster unreachable",
         "Ray cluster unreachable",
         "Ray cluster reachable again; the judge run goes ahead",
+        f"judge runs go to {executor.accelerator_type} GPUs from now on, where this one ran",
     ]
     assert "nothing answers at 127.0.0.1:9" in notes[0]
     assert "no local Ray instance" in notes[1]
@@ -196,3 +198,27 @@ def test_a_ray_side_error_is_one_line_in_the_log_and_the_report(
 def _running(slot: Path):
     state = read_slot(slot)
     return state if state is not None and state.state == "running" else None
+
+
+@pytest.mark.e2e  # five judge runs on the cluster: about 20 s here
+def test_runs_after_the_first_go_to_the_kind_of_gpu_it_ran_on(ray_cluster, make_executor):
+    """On a cluster of mixed GPUs an agent's runs stay on one kind, so that an incumbent timed
+    again for a candidate runs where the candidate did. Held to each kind in turn, a run lands
+    there; held to a kind no node has, it runs anyway and the executor follows it."""
+    notes = Notes()
+    executor = make_executor(lambda: RayTarget(ray_cluster.address), notes)
+    candidate = CANDIDATES / "blocked_wy.py"
+    first = executor.evaluate(candidate, config())
+    assert first.verdict == "pass", first.reason
+    landed = ray_cluster.kinds[first.placement["node_id"]]
+    assert first.placement["accelerator_type"] == landed == executor.accelerator_type
+    assert notes == [f"judge runs go to {landed} GPUs from now on, where this one ran"]
+    for kind in (*reversed(KINDS), *KINDS):
+        executor.accelerator_type = kind
+        report = executor.evaluate(candidate, config())
+        assert ray_cluster.kinds[report.placement["node_id"]] == kind, report.placement
+    executor.accelerator_type = "KIND-GONE"
+    report = executor.evaluate(candidate, config())
+    assert report.verdict == "pass", report.reason
+    assert any("no longer held to KIND-GONE GPUs" in line for line in notes), notes
+    assert executor.accelerator_type == ray_cluster.kinds[report.placement["node_id"]]

@@ -69,6 +69,8 @@ class RayExecutor(JudgeExecutor):
         self.lost_node_retries = lost_node_retries
         self._driver: RayDriver | None = None
         self._waiting_for = ""  # why the cluster could not be reached, while a run waits
+        # The kind of GPU (Ray's accelerator type) every run goes to once one has run there.
+        self.accelerator_type = ""
 
     def run_judge(
         self,
@@ -98,8 +100,17 @@ class RayExecutor(JudgeExecutor):
             time.sleep(self.retry_s)
         self.slot.set("idle")
         result, placement = outcome
+        self._pin(placement.get("accelerator_type", ""))
         result.save_kept(keep or {})
         return _complete(result.report, candidate, config, job.source, placement)
+
+    def _pin(self, kind: str) -> None:
+        """Send every later run to GPUs of the kind this one ran on. A candidate's figures are
+        compared with others' on one device; on a cluster of mixed GPUs an incumbent timed again
+        for a candidate could otherwise land on another kind than the candidate's."""
+        if kind and kind != self.accelerator_type:
+            self.note(f"judge runs go to {kind} GPUs from now on, where this one ran")
+            self.accelerator_type = kind
 
     def close(self) -> None:
         """Let the kept driver go (it also goes by itself when this process ends)."""
@@ -114,7 +125,8 @@ class RayExecutor(JudgeExecutor):
             self.close()
         driver = self._driver or RayDriver(target)
         self._driver = None  # kept again only once this run has ended cleanly
-        request = SubmitRequest(target.address, job, _resources(job.config), self.lost_node_retries)
+        resources = _resources(job.config, self.accelerator_type)
+        request = SubmitRequest(target.address, job, resources, self.lost_node_retries)
         ended = False
         try:
             driver.send(request)
@@ -168,10 +180,17 @@ class RayExecutor(JudgeExecutor):
                     self._waiting_for = ""
                 self.slot.set("queued")
                 progress(ProgressUpdate(phase="queued on the cluster"))
+            elif kind == "unpinned":
+                self.note(
+                    f"judge runs are no longer held to {message['accelerator_type']} GPUs (none "
+                    "is left, or a node was lost): this one goes wherever Ray places it"
+                )
+                self.accelerator_type = ""
             elif kind == "placement":
                 node = {k: message[k] for k in ("node_id", "node_ip", "gpus")}
                 self.slot.set("running", **{**node, "gpus": tuple(node["gpus"])})
                 placement.update(node, queued_s=round(marks[kind] - marks["queued"], 3))
+                placement["accelerator_type"] = message.get("accelerator_type", "")
             elif kind == "frame":
                 progress(ProgressUpdate.from_frame(message["frame"]))
             elif kind == "node_lost":
@@ -210,9 +229,14 @@ def _for_worker(config: JudgeConfig) -> JudgeConfig:
     return replace(config, device=device, device_turns=None)
 
 
-def _resources(config: JudgeConfig) -> dict[str, float]:
-    """One GPU for a CUDA suite (never two judges on one GPU), one CPU for a CPU suite."""
-    return {"num_gpus": 1} if config.device.startswith("cuda") else {"num_cpus": 1}
+def _resources(config: JudgeConfig, accelerator_type: str) -> dict[str, float | str]:
+    """One GPU for a CUDA suite (never two judges on one GPU), one CPU for a CPU suite; on a
+    node of `accelerator_type`, if one is named."""
+    wanted: dict[str, float | str]
+    wanted = {"num_gpus": 1} if config.device.startswith("cuda") else {"num_cpus": 1}
+    if accelerator_type:
+        wanted["accelerator_type"] = accelerator_type
+    return wanted
 
 
 def _base(candidate: Path, config: JudgeConfig, source: bytes) -> dict:

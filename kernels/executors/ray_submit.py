@@ -4,8 +4,9 @@ A Ray driver ends its own process once it has lost the cluster's GCS for a minut
 never one: its driver is this child (kernels/executors/ray_driver.py keeps it), and the agent only
 reads its lines. Requests (pickled `SubmitRequest`s) arrive on stdin, one after another, until
 end of file. For each, one JSON object per line goes to FD: `connected` (first request only),
-`queued`, `placement`, `frame`, `node_lost` as they happen, then exactly one of `result`,
-`lost_node` (every attempt lost its node), `unreachable` (this driver then exits) or `error`.
+`unpinned` (freed of the kind of GPU it asked for: none is left, or a node was lost), `queued`,
+`placement`, `frame`, `node_lost` as they happen, then exactly one of `result`, `lost_node`
+(every attempt lost its node), `unreachable` (this driver then exits) or `error`.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import pickle
 import socket
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from qrsup.kernels.executors.job import JudgeJob
 from qrsup.kernels.executors.ray_support import RAY_MISSING, one_line
@@ -28,11 +29,12 @@ Emit = Callable[..., None]
 
 @dataclass(frozen=True)
 class SubmitRequest:
-    """Where to run one job, with which Ray resources, and how often a lost node is retried."""
+    """Where to run one job, with which Ray resources (`accelerator_type` among them: the
+    kind of GPU its node must have), and how often a lost node is retried."""
 
     address: str
     job: JudgeJob
-    resources: dict[str, float] = field(default_factory=lambda: {"num_cpus": 1})
+    resources: dict[str, float | str] = field(default_factory=lambda: {"num_cpus": 1})
     lost_node_retries: int = 1
 
 
@@ -86,6 +88,9 @@ def _serve(request: SubmitRequest, emit: Emit) -> bool:
         if outcome != "lost":
             return outcome != "unreachable"
         lost.append(node)
+        # The lost node may have been the last of its kind: a task held to that kind would
+        # wait for it for ever.
+        request = _unpinned(request, emit)
     emit("lost_node", nodes=lost)
     return True
 
@@ -93,10 +98,13 @@ def _serve(request: SubmitRequest, emit: Emit) -> bool:
 def _attempt(request: SubmitRequest, emit: Emit) -> tuple[str, str]:
     """Run the job once: ("done", ""), ("lost", node id) or ("unreachable", "")."""
     import ray
-    from qrsup.kernels.executors.ray_task import judge_task
+    from qrsup.kernels.executors.ray_task import PREFIX, judge_task
     from ray import exceptions
 
     node = ""
+    kind = request.resources.get("accelerator_type")
+    if kind and f"{PREFIX}{kind}" not in ray.cluster_resources():
+        request = _unpinned(request, emit)  # none is left: it would wait for one for ever
     generator = judge_task.options(**request.resources).remote(request.job)
     emit("queued")
     try:
@@ -115,6 +123,16 @@ def _attempt(request: SubmitRequest, emit: Emit) -> tuple[str, str]:
     except exceptions.RayError as exc:
         emit("error", text=one_line(exc))
     return "done", ""
+
+
+def _unpinned(request: SubmitRequest, emit: Emit) -> SubmitRequest:
+    """The request free to run on any kind of GPU, said on FD if it was held to one."""
+    kind = request.resources.get("accelerator_type")
+    if not kind:
+        return request
+    emit("unpinned", accelerator_type=kind)
+    resources = {k: v for k, v in request.resources.items() if k != "accelerator_type"}
+    return replace(request, resources=resources)
 
 
 def closed_port(address: str) -> str:

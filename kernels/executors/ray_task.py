@@ -20,6 +20,18 @@ import ray
 from qrsup.kernels.executors.job import JudgeJob
 
 STDERR_TAIL_CHARS = 2000
+PREFIX = "accelerator_type:"  # Ray's resource for the kind of a node's accelerators
+
+
+def node_accelerator_type(node_id: str) -> str:
+    """The kind of accelerator Ray found on a node (its `accelerator_type:KIND` resource, e.g.
+    H100), or "" for a node without one."""
+    for node in ray.nodes():
+        if node.get("NodeID") == node_id:
+            resources = node.get("Resources", {})
+            kinds = [key.removeprefix(PREFIX) for key in resources if key.startswith(PREFIX)]
+            return kinds[0] if kinds else ""
+    return ""
 
 
 @ray.remote(max_retries=0)  # a lost node is retried by the submitter, once, where it can see it
@@ -31,6 +43,7 @@ def judge_task(job: JudgeJob) -> Iterator[dict]:
         "node_id": context.get_node_id(),
         "node_ip": ray.util.get_node_ip_address(),
         "gpus": [str(gpu) for gpu in context.get_accelerator_ids().get("GPU", [])],
+        "accelerator_type": node_accelerator_type(context.get_node_id()),
         "pid": os.getpid(),
     }
     with tempfile.TemporaryFile() as stderr:
