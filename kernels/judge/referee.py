@@ -359,9 +359,10 @@ class Referee:
         reply, window = went.reply, went.elapsed_ns
         after_go = _Reading.of(proc)
         if not reply.get("ok"):
-            if outcome is not None:
-                status = "memory" if reply.get("kind") == "memory" else "error"
-                outcome.fail(status, _raised("custom_kernel", str(reply.get("error", ""))))
+            status = "memory" if reply.get("kind") == "memory" else "error"
+            if outcome is None:
+                raise _harness_failure(status, f"raised {reply.get('error', '')}")
+            outcome.fail(status, _raised("custom_kernel", str(reply.get("error", ""))))
             raise _Stop
         if outcome is not None:
             if outcome.calls == 0:
@@ -377,9 +378,12 @@ class Referee:
             error = inspected.reply.get("error")
             raise ContestantFailure("error", f"inspect: the harness failed: {error}")
         problems = inspected.reply.get("problems") or []
-        if problems and outcome is not None:
+        if problems:
             first = problems[0]
-            outcome.fail("fail", str(first.get("reason", "rule violated")), str(first.get("gate")))
+            reason = str(first.get("reason", "rule violated"))
+            if outcome is None:
+                raise _harness_failure("error", f"broke a rule: {reason}")
+            outcome.fail("fail", reason, str(first.get("gate")))
             raise _Stop
         if exported and not calibrate:
             self._taken = take_export(self.contestant.exports, spec, len(seeds), self.device)
@@ -611,6 +615,13 @@ def take_export(area: ExportArea, spec: Spec, count: int, device: torch.device) 
         return taken
     finally:
         del exported  # a view of the shared area, which must not outlive it
+
+
+def _harness_failure(kind: str, what: str) -> ContestantFailure:
+    """A do-nothing cycle that failed: the harness's own kernel, so nothing but what the
+    candidate left in the process (memory it holds, a thread that wrote the inputs) breaks
+    one once it is loaded. Its spec, and the rest, fail with it; before it loads, the run."""
+    return ContestantFailure(kind, f"the harness's do-nothing cycle {what}")
 
 
 def _refuse_tamper(reply: dict, when: str) -> None:
