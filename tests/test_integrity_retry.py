@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from qrsup.kernels.judge.integrity import FRESH_CAP, Cycle, CycleBaseline
 from qrsup.kernels.judge.outcome import SpecOutcome
-from qrsup.kernels.judge.referee import BESIDE_EVERY, Referee
+from qrsup.kernels.judge.referee import ABORT_MIN_CYCLES, BESIDE_EVERY, Referee
 from qrsup.kernels.suites import Spec
 
 MS = 1_000_000
@@ -29,7 +29,7 @@ class ScriptedReferee(Referee):
         baseline_per_attempt: list[CycleBaseline] | None = None,
         cpu_ms_per_cycle: float = 0.0,
         cpu_ms_per_export: float = 0.0,
-        do_nothing_stretch_ms: float = 0.0,
+        do_nothing_ms_per_attempt: tuple[float, ...] = (0.0, 0.0),
     ) -> None:
         config = {"device": "cuda", "timeouts": {}, "rule": "quick", "recheck": "sampled"}
         config["benchmarks"] = [SPEC, SPEC]
@@ -39,7 +39,7 @@ class ScriptedReferee(Referee):
         self.baselines[SPEC] = self.baselines_ahead.pop(0)
         self.cpu_ns = cpu_ms_per_cycle * MS
         self.export_cpu_ns = cpu_ms_per_export * MS
-        self.do_nothing_ns = do_nothing_stretch_ms * MS  # beside the candidate's cycles
+        self.do_nothing_ms = do_nothing_ms_per_attempt  # beside the candidate's cycles
         self.attempt_cycles: list[int] = []
         self.do_nothing_cycles: list[int] = []
         self.recalibrated = 0
@@ -54,15 +54,15 @@ class ScriptedReferee(Referee):
         self.warm_ups += 1
         outcome.calls += 1
 
-    def _timed_repetitions(self, outcome, tolerance, beside=None):
+    def _timed_repetitions(self, outcome, tolerance, beside_from_start):
         self.attempt_cycles.append(0)
         self.do_nothing_cycles.append(0)
-        return super()._timed_repetitions(outcome, tolerance, beside)
+        return super()._timed_repetitions(outcome, tolerance, beside_from_start)
 
     def _cycle(self, spec, seeds, export_after, outcome=None, calibrate=False, first_call=False):
         if calibrate:
             self.do_nothing_cycles[-1] += 1
-            cycle = 3 * MS + self.do_nothing_ns
+            cycle = 3 * MS + self.do_nothing_ms[len(self.do_nothing_cycles) - 1] * MS
             return Cycle(1_000, 1_000, 1_000 + cycle, cycle, exported=False)
         outcome.calls += 1
         self.attempt_cycles[-1] += 1
@@ -152,28 +152,42 @@ def test_a_cpu_failure_against_a_stale_export_share_is_timed_again_and_passes():
     assert outcome.integrity["cpu_excess_ns"]["exported"] == 2000 * MS
 
 
-def test_the_first_attempt_is_judged_against_its_calibration_alone():
-    outcome, referee = _judged([0.2, 0.2], do_nothing_stretch_ms=5.0)
+def test_a_first_attempt_within_its_allowance_runs_no_do_nothing_cycle():
+    outcome, referee = _judged([0.2], do_nothing_ms_per_attempt=(5.0,))
     assert outcome.status == "pass" and referee.do_nothing_cycles == [0]
     assert outcome.integrity["baseline"]["fresh_ns"] == 0.0
+    assert outcome.integrity["do_nothing_beside"] == 0
 
 
-def test_an_honest_harness_slowed_beside_the_candidate_passes_when_timed_again():
-    """The H100 case: the harness ran slower in the candidate's process in both attempts, 8.5 ms
-    beyond a 3 ms do-nothing cycle calibrated before it loaded (allowed 8.05). Do-nothing cycles
-    run between its own in the second attempt took 2.5 ms longer too: 6 ms beyond them passes."""
-    outcome, referee = _judged([8.5, 8.5], do_nothing_stretch_ms=2.5)
+def test_an_honest_harness_slowed_beside_the_candidate_passes_without_a_retry():
+    """The H100 case: the harness ran slower in the candidate's process, 8.5 ms beyond a 3 ms
+    do-nothing cycle calibrated before it loaded (allowed 8.05). From the first early look on,
+    do-nothing cycles run between its own; they took 2.5 ms longer too, and 6 ms beyond them
+    passes in the same contestant."""
+    outcome, referee = _judged([8.5], do_nothing_ms_per_attempt=(2.5,))
     assert outcome.status == "pass", outcome.reason
-    assert referee.do_nothing_cycles[0] == 0
-    # after every BESIDE_EVERY-th of its cycles, but the last
-    assert referee.do_nothing_cycles[1] == (referee.attempt_cycles[1] - 1) // BESIDE_EVERY
+    assert referee.recalibrated == 0 and outcome.integrity["first_attempt"] is None
+    # after every BESIDE_EVERY-th of its cycles from the first early look on, but the last
+    cycles = referee.attempt_cycles[0]
+    beside = (cycles - 1) // BESIDE_EVERY - (ABORT_MIN_CYCLES - 1) // BESIDE_EVERY
+    assert referee.do_nothing_cycles == [beside] and beside > 0
+    assert outcome.integrity["do_nothing_beside"] == beside
     assert outcome.integrity["baseline"]["fresh_ns"] == 2.5 * MS
     assert abs(outcome.integrity["unaccounted_ns"] - 6.0 * MS) < 1e3
-    assert outcome.integrity["first_attempt"]["baseline"]["fresh_ns"] == 0.0
+
+
+def test_a_retry_runs_do_nothing_cycles_from_its_start():
+    outcome, referee = _judged([12.0, 8.5], do_nothing_ms_per_attempt=(0.0, 2.5))
+    assert outcome.status == "pass", outcome.reason
+    assert referee.recalibrated == 1
+    assert referee.do_nothing_cycles[1] == (referee.attempt_cycles[1] - 1) // BESIDE_EVERY
+    first = outcome.integrity["first_attempt"]
+    assert first["do_nothing_beside"] > 0 and first["baseline"]["fresh_ns"] == 0.0
+    assert outcome.integrity["baseline"]["fresh_ns"] == 2.5 * MS
 
 
 def test_work_hidden_behind_the_candidates_calls_fails_beside_do_nothing_cycles():
-    outcome, _ = _judged([12.0, 12.0], do_nothing_stretch_ms=0.2)
+    outcome, _ = _judged([12.0, 12.0], do_nothing_ms_per_attempt=(0.2, 0.2))
     assert outcome.status == "fail" and outcome.gate == "integrity"
     assert "prepare" in outcome.reason  # where it stretched, against the fresh cycles
 
@@ -181,14 +195,15 @@ def test_work_hidden_behind_the_candidates_calls_fails_beside_do_nothing_cycles(
 def test_do_nothing_cycles_beside_raise_the_baseline_by_at_most_its_cap():
     """Work done in every cycle alike, the harness's own included (an operator patched below the
     harness's watch), runs in the do-nothing cycles too: they may add no more than the cap."""
-    outcome, _ = _judged([20.0, 20.0], do_nothing_stretch_ms=20.0)
+    outcome, _ = _judged([20.0, 20.0], do_nothing_ms_per_attempt=(20.0, 20.0))
     assert outcome.status == "fail" and outcome.gate == "integrity"
     raised = outcome.integrity["baseline"]["fresh_ns"]
     assert raised == (FRESH_CAP - 1.0) * BASELINE.cycle_ns
     assert abs(outcome.integrity["unaccounted_ns"] - (20.0 * MS - raised)) < 1e3
 
 
-def test_do_nothing_cycles_faster_than_calibrated_never_make_the_retry_harsher():
-    outcome, _ = _judged([8.5, 7.5], do_nothing_stretch_ms=-2.0)
+def test_do_nothing_cycles_faster_than_calibrated_never_make_an_attempt_harsher():
+    outcome, referee = _judged([8.5, 7.5], do_nothing_ms_per_attempt=(-2.0, -2.0))
     assert outcome.status == "pass", outcome.reason
+    assert referee.recalibrated == 1
     assert outcome.integrity["baseline"]["fresh_ns"] == 0.0

@@ -66,8 +66,8 @@ MEAN_MIN_CYCLES = 8
 MEAN_TRIMMED_SHARE = 0.05
 
 
-# A retry's do-nothing cycles between the candidate's (`fresh_baseline`) may raise its baseline
-# to this many times the one calibrated before the candidate loaded, no more.
+# Do-nothing cycles between the candidate's (`fresh_baseline`) may raise an attempt's baseline to
+# this many times the one calibrated before the candidate loaded, no more.
 FRESH_CAP = 2.0
 
 
@@ -308,10 +308,10 @@ def spec_baseline(
 
 
 def fresh_baseline(calibrated: CycleBaseline, fresh: Sequence[Cycle]) -> CycleBaseline:
-    """The baseline a retry judges against: the median of do-nothing cycles run between the
-    candidate's own, in its process and under the host as it is now, between the one calibrated
-    before the candidate loaded and `FRESH_CAP` times that (a second chance is never a harsher
-    test). The window keeps its calibration.
+    """The baseline of an attempt timed beside do-nothing cycles (a near miss's, a retry's): the
+    median of those run between the candidate's own, in its process and under the host as it is
+    now, between the one calibrated before the candidate loaded and `FRESH_CAP` times that (a
+    second look is never a harsher test). The window keeps its calibration.
 
     On an H100 the harness of an honest contestant ran 1.7 times as long in its timed cycles as
     in its do-nothing ones before the candidate loaded, and a fresh process calibrated again

@@ -17,7 +17,7 @@ import secrets
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import TypeVar
 
 import torch
@@ -72,7 +72,8 @@ AUDIT_PROBABILITY = 0.25
 OTHER_THREADS_SLACK_NS = 2_000_000
 OTHER_THREADS_SHARE = 0.1
 ABORT_MIN_CYCLES = 4
-# A retry runs a do-nothing cycle after every this many of the candidate's (`_timed_repetitions`).
+# A do-nothing cycle runs after every this many of the candidate's, in a retry from the start and
+# in a first attempt once an early look finds it beyond its allowance (`_timed_repetitions`).
 BESIDE_EVERY = 2
 ABORT_FACTOR = 3.0
 ABORT_FLOOR = 1.5
@@ -433,11 +434,9 @@ class Referee:
         outcome.count = inputs_per_repetition(spec, self.rule)
         tolerance = CUDA_TOLERANCE if self.device.type == "cuda" else CPU_TOLERANCE
         self._warm_up(outcome)
-        durations, cycles = self._timed_repetitions(outcome, tolerance)
-        baseline = self.baselines[spec]
-        verdict = judge_integrity(cycles, baseline, tolerance)
+        attempt = self._timed_repetitions(outcome, tolerance, beside_from_start=False)
+        verdict = attempt.judged(tolerance)
         first_attempt = None
-        beside: list[Cycle] = []
         if not verdict.ok:
             # The baseline, not the candidate, may be what is off: calibrated while another
             # process loaded the host, the do-nothing cycle came out cheaper than a quiet one
@@ -446,28 +445,26 @@ class Referee:
             # accounting failed an honest 640×512 candidate once (its sampled exports ran
             # 172 ms of CPU beyond the wall clock; in the next run they ran less than it). The
             # spec is timed once more in a new contestant, calibrated as the host is now before
-            # the candidate is loaded into it again. Hidden work is systematic and fails again;
+            # the candidate is loaded into it again, and beside do-nothing cycles from the
+            # start (on an H100 an honest contestant's harness ran 1.7 times as long as
+            # calibrated in both of its processes). Hidden work is systematic and fails again;
             # nothing the candidate started survives its old process.
-            # Do-nothing cycles between its own then give the baseline as the harness runs
-            # beside the candidate (fresh_baseline): on an H100 an honest contestant's harness
-            # ran 1.7 times as long as calibrated in both of its processes.
-            first_attempt = _integrity_record(verdict, cycles, baseline)
+            first_attempt = attempt.record(verdict)
             self._recalibrated_contestant(spec)
             self._warm_up(outcome)
-            durations, cycles = self._timed_repetitions(outcome, tolerance, beside)
-            baseline = fresh_baseline(self.baselines[spec], beside)
-            verdict = judge_integrity(cycles, baseline, tolerance)
+            attempt = self._timed_repetitions(outcome, tolerance, beside_from_start=True)
+            verdict = attempt.judged(tolerance)
         if self._audit_due(outcome):
             self._audit()
-        outcome.stats = Stats.from_durations(durations)
+        cycles = attempt.cycles
+        outcome.stats = Stats.from_durations(attempt.durations)
         windows = [max(0.0, c.window_ns - self.go_overhead_ns) / outcome.count for c in cycles]
         outcome.referee_mean_ns = sum(windows) / len(windows)
-        record = _integrity_record(verdict, cycles, baseline)
+        record = attempt.record(verdict)
         outcome.integrity = {
             **record,
             "bookkeeping_ns": statistics.median(c.bookkeeping_ns for c in cycles),
             "window_waits_ns": window_waits_ns(cycles),
-            "do_nothing_beside": len(beside),
             "first_attempt": first_attempt,
         }
         if not verdict.ok:
@@ -515,38 +512,39 @@ class Referee:
         )
 
     def _timed_repetitions(
-        self, outcome: SpecOutcome, tolerance: Tolerance, beside: list[Cycle] | None = None
-    ) -> tuple[list[float], list[Cycle]]:
+        self, outcome: SpecOutcome, tolerance: Tolerance, beside_from_start: bool
+    ) -> _Attempt:
         """Fresh inputs each repetition until the stopping rule is met, or until integrity is
-        already far beyond saving. Given `beside`, a do-nothing cycle follows every
-        `BESIDE_EVERY`-th of the candidate's and joins it, and the early look judges against
-        them (`fresh_baseline`); otherwise against the calibration alone."""
+        already far beyond saving. A do-nothing cycle follows every `BESIDE_EVERY`-th of the
+        candidate's, from the start or once an early look finds the spec beyond its allowance,
+        and the spec is judged against them too (`fresh_baseline`)."""
         spec, count = outcome.spec, outcome.count
-        durations: list[float] = []
-        cycles: list[Cycle] = []
+        attempt = _Attempt(self.baselines[spec])
         started = time.perf_counter_ns()
         finished = False
+        beside_now = beside_from_start
 
         def export_after(claimed_ns: int) -> bool:
             nonlocal finished
-            durations.append(claimed_ns / count)
-            finished = self.rule.should_stop(durations, time.perf_counter_ns() - started)
+            attempt.durations.append(claimed_ns / count)
+            finished = self.rule.should_stop(attempt.durations, time.perf_counter_ns() - started)
             return self._should_check(outcome, finished)
 
         while not finished:
             seeds = self._fresh_seeds(count)
             cycle = self._cycle(spec, seeds, export_after, outcome)
-            cycles.append(cycle)
+            attempt.cycles.append(cycle)
             if cycle.exported:
                 self._check_exported(outcome, seeds)
-            if beside is not None and not finished and len(cycles) % BESIDE_EVERY == 0:
-                do_nothing = self._fresh_seeds(count)
-                beside.append(self._cycle(spec, do_nothing, lambda _: False, calibrate=True))
-            if not finished and _abort_check_due(len(cycles)):
-                baseline = fresh_baseline(self.baselines[spec], beside or [])
-                verdict = judge_integrity(cycles, baseline, tolerance)
-                finished = _far_beyond(verdict, len(cycles))
-        return durations, cycles
+            timed = len(attempt.cycles)
+            if not finished and _abort_check_due(timed):
+                verdict = attempt.judged(tolerance)
+                finished = _far_beyond(verdict, timed)
+                beside_now = beside_now or not verdict.ok
+            if beside_now and not finished and timed % BESIDE_EVERY == 0:
+                seeds = self._fresh_seeds(count)
+                attempt.beside.append(self._cycle(spec, seeds, lambda _: False, calibrate=True))
+        return attempt
 
     def _should_check(self, outcome: SpecOutcome, last: bool) -> bool:
         if self.recheck_all or last:
@@ -586,18 +584,35 @@ class Referee:
             outcome.check_s += time.monotonic() - start
 
 
-def _integrity_record(
-    verdict: IntegrityVerdict, cycles: list[Cycle], baseline: CycleBaseline
-) -> dict[str, object]:
-    """An attempt's verdict, the baseline it was judged against and where its time went."""
-    return {
-        **verdict.to_dict(),
-        "baseline": asdict(baseline),
-        "stretch_ns": stretch_by_phase(cycles, baseline),
-        "cpu_excess_ns": cpu_excess_by_kind(cycles),
-        "excusal": excusal_by_kind(cycles),
-        "cpus": placement(cycles, baseline),
-    }
+@dataclass
+class _Attempt:
+    """One attempt at timing a spec: the candidate's repetitions, and the do-nothing cycles run
+    between them (`beside`), judged against the calibration they raise (`fresh_baseline`)."""
+
+    calibrated: CycleBaseline
+    durations: list[float] = field(default_factory=list)
+    cycles: list[Cycle] = field(default_factory=list)
+    beside: list[Cycle] = field(default_factory=list)
+
+    @property
+    def baseline(self) -> CycleBaseline:
+        return fresh_baseline(self.calibrated, self.beside)
+
+    def judged(self, tolerance: Tolerance) -> IntegrityVerdict:
+        return judge_integrity(self.cycles, self.baseline, tolerance)
+
+    def record(self, verdict: IntegrityVerdict) -> dict[str, object]:
+        """Its verdict, the baseline it was judged against and where its time went."""
+        baseline = self.baseline
+        return {
+            **verdict.to_dict(),
+            "baseline": asdict(baseline),
+            "do_nothing_beside": len(self.beside),
+            "stretch_ns": stretch_by_phase(self.cycles, baseline),
+            "cpu_excess_ns": cpu_excess_by_kind(self.cycles),
+            "excusal": excusal_by_kind(self.cycles),
+            "cpus": placement(self.cycles, baseline),
+        }
 
 
 def take_export(area: ExportArea, spec: Spec, count: int, device: torch.device) -> torch.Tensor:
