@@ -30,6 +30,8 @@ record_env() {
     git diff --quiet HEAD 2>/dev/null || echo "plus uncommitted changes: $(git diff --stat HEAD | tail -n 1)"
   } > "$out/env.txt" 2>&1
 }
+# A device call's start: its dependencies installed, and what it runs on recorded.
+start_call() { install_wheels; record_env; }
 # The loop's dependencies beyond the device's image (gitpython, openai and theirs) travel in .whl
 # (`bash scripts/fetch_device_wheels.sh` fills it).
 install_wheels() {

@@ -8,8 +8,7 @@
 set -uo pipefail
 out=${1:?output directory}
 source "$(dirname "$0")/device_common.sh"
-install_wheels
-record_env
+start_call
 step gpu_tests 200 python -m pytest -q -p no:cacheprovider tests/test_fast_geqrf.py -k "warp or one_launch or direct or hook or graph"
 off=$(mktemp --suffix=.toml)
 sed 's/^direct_launch = true/direct_launch = false/' kernels/fast/configs.toml > "$off"

@@ -15,8 +15,7 @@ set -uo pipefail
 out=${1:?output directory}
 harness=${2:?the contest harness folder}
 source "$(dirname "$0")/device_common.sh"
-install_wheels
-record_env
+start_call
 fast=kernels/candidates/fast_geqrf.py
 step export 60 "${qrsup[@]}" export $fast -o "$out/submission.py" --force
 wc -c "$out/submission.py" | tee -a "$out/steps.txt"

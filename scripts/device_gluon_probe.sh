@@ -10,8 +10,7 @@ set -uo pipefail
 out=${1:?output directory}
 batch=${2:-640} n=${3:-512}
 source "$(dirname "$0")/device_common.sh"
-install_wheels
-record_env
+start_call
 for bn in 32 64; do
   step "probe_bn$bn" 240 python scripts/gluon_apply_probe.py --batch "$batch" --n "$n" --bn "$bn"
 done

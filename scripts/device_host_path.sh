@@ -11,8 +11,7 @@ out=${1:?output directory}
 before=.kernel_before/kernels/fast
 [ -d "$before" ] || { echo "no $before: see this script's header"; exit 2; }
 source "$(dirname "$0")/device_common.sh"
-install_wheels
-record_env
+start_call
 step gpu_tests 150 python -m pytest -q -p no:cacheprovider tests/test_fast_geqrf.py -k "warp or one_launch or direct or hook or gather"
 after=$(mktemp -d)
 cp -r kernels/fast/. "$after/"

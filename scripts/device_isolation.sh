@@ -9,8 +9,7 @@ set -uo pipefail
 out=${1:?output directory}
 shift
 source "$(dirname "$0")/device_common.sh"
-install_wheels
-record_env
+start_call
 fast=kernels/candidates/fast_geqrf.py
 off=$(mktemp -d) && printf '[judge]\nisolation = "off"\n' > "$off/qrsup.toml"
 run_step() {

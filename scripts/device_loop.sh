@@ -8,8 +8,7 @@ set -uo pipefail
 out=${1:?output directory}
 minutes=${2:-5}
 source "$(dirname "$0")/device_common.sh"
-install_wheels
-record_env
+start_call
 [ -z "${ONLY_LOOP:-}" ] && step gpu_tests 160 python -m pytest -q -m gpu tests/test_fast_geqrf.py tests/test_profile.py \
   tests/test_warm_referees.py tests/test_judge_cheaters.py
 [ -z "${ONLY_LOOP:-}" ] && step profile 90 "${qrsup[@]}" profile kernels/candidates/fast_geqrf.py --suite qr_v2 --spec 3 \

@@ -17,8 +17,7 @@ out=${1:?output directory}
 minutes=${2:?minutes per loop}
 shift 2
 source "$(dirname "$0")/device_common.sh"
-install_wheels
-record_env
+start_call
 bench=("${qrsup[@]}" bench kernels/candidates/fast_geqrf.py --suite qr_v2 --rule quick)
 
 alone() {  # alone NAME GPU

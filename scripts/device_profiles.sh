@@ -8,8 +8,7 @@ set -uo pipefail
 out=${1:?output directory}
 shift
 source "$(dirname "$0")/device_common.sh"
-install_wheels
-record_env
+start_call
 ncu=()
 [ "${NCU:-0}" = 1 ] && ncu=(--ncu)
 for index in "$@"; do

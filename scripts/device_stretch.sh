@@ -7,8 +7,7 @@ set -uo pipefail
 out=${1:?output directory}
 benches=${2:-3}
 source "$(dirname "$0")/device_common.sh"
-install_wheels
-record_env
+start_call
 measure=(python scripts/measure_harness_stretch.py)
 for f in fast_geqrf torch_geqrf; do
   step "stretch_$f" 90 "${measure[@]}" "kernels/candidates/$f.py" --cycles 30

@@ -7,8 +7,7 @@
 set -uo pipefail
 out=${1:?output directory}
 source "$(dirname "$0")/device_common.sh"
-install_wheels
-record_env
+start_call
 blocked=$(mktemp --suffix=.toml)
 sed '0,/^path = "warp"/s//path = "blocked"/' kernels/fast/configs.toml > "$blocked"
 step gpu_tests 150 python -m pytest -q -p no:cacheprovider tests/test_fast_geqrf.py -k "warp or one_launch or direct"

@@ -17,8 +17,7 @@ shift
 before=.kernel_before/kernels/fast
 [ -d "$before" ] || { echo "no $before: see this script's header"; exit 2; }
 source "$(dirname "$0")/device_common.sh"
-install_wheels
-record_env
+start_call
 diff -r "$before" kernels/fast | grep -c '^[<>]' | sed 's/^/lines changed in kernels\/fast: /' > "$out/kernel_diff.txt"
 after=$(mktemp -d)
 cp -r kernels/fast/. "$after/"

@@ -10,8 +10,7 @@ out=${1:?output directory}
 shape=${2:?BATCHxN} skip=${3:?launches to skip} count=${4:?launches to profile}
 regex=${5:-qr_}
 source "$(dirname "$0")/device_common.sh"
-install_wheels
-record_env
+start_call
 batch=${shape%x*} n=${shape#*x}
 step "ncu_$shape" 400 ncu --target-processes all -k "regex:$regex" --launch-skip "$skip" \
   --launch-count "$count" "${NCU_SECTIONS[@]/#/--section=}" python -c "
