@@ -48,7 +48,8 @@ def _attempt(record: dict) -> str:
     placed = f"cpus {cpus.get('calibration', '?')} → {cpus.get('timed', '?')}" if cpus else ""
     verdict = "ok" if record.get("ok") else "FAIL"
     window = ms(stretch.get("window"))
-    beside = f"do-nothing beside + {ms(base.get('fresh_ns'))}; " if base.get("fresh_ns") else ""
+    count = record.get("do_nothing_beside") or 0
+    beside = f"{count} do-nothing beside + {ms(base.get('fresh_ns'))}; " if count else ""
     return f"{verdict} share {_share(record):.2f}; {phases}, window + {window}; {beside}{placed}"
 
 

@@ -134,22 +134,22 @@ def report_table(report: JudgeReport, baseline: JudgeReport | None = None) -> Ta
 
 def spec_note(spec: dict) -> str:
     """The first line of a spec's reason; for a pass, whether its timing needed a second
-    attempt, which an honest kernel should rarely need and a reader of a pass should see."""
+    attempt or do-nothing cycles beside its own, which an honest kernel should rarely need and
+    a reader of a pass should see."""
     if spec.get("reason"):
         return spec["reason"].splitlines()[0][:200]
     integrity = spec.get("integrity") or {}
-    first = integrity.get("first_attempt")
-    if not first:
-        return ""
-    note = (
-        f"timed again in a fresh contestant: the first attempt's {first.get('clock', '')} "
-        f"accounting found {first['unaccounted_ns'] / 1e6:.3f} ms unaccounted, "
-        f"{first['allowed_ns'] / 1e6:.3f} ms allowed"
-    )
+    notes = []
+    if first := integrity.get("first_attempt"):
+        notes.append(
+            f"timed again in a fresh contestant: the first attempt's {first.get('clock', '')} "
+            f"accounting found {first['unaccounted_ns'] / 1e6:.3f} ms unaccounted, "
+            f"{first['allowed_ns'] / 1e6:.3f} ms allowed"
+        )
     if beside := integrity.get("do_nothing_beside"):
         raised = (integrity.get("baseline") or {}).get("fresh_ns", 0.0)
-        note += f"; then {beside} do-nothing cycles beside its own ran {raised / 1e6:+.3f} ms"
-    return note
+        notes.append(f"judged beside {beside} do-nothing cycles, {raised / 1e6:+.3f} ms")
+    return "; ".join(notes)
 
 
 def summary_lines(report: JudgeReport, baseline: JudgeReport | None = None) -> list[str]:
