@@ -128,16 +128,20 @@ def test_a_trace_larger_than_a_protocol_line_comes_back_in_its_result(
 def test_a_node_lost_mid_run_is_retried_once_on_the_other_node(
     ray_cluster, make_executor, tmp_path
 ):
+    """Held to the lost node's kind of GPU, the retry is freed of it (that node may have been
+    the last of its kind), and later runs follow the node it ran on."""
     candidate = tmp_path / "slow.py"
     candidate.write_text(SLOW)
     slot = tmp_path / "judge.json"
     notes = Notes()
     executor = make_executor(lambda: RayTarget(ray_cluster.address), notes, slot)
+    executor.accelerator_type = KINDS[0]
     reports = []
     run = threading.Thread(target=lambda: reports.append(executor.evaluate(candidate, config())))
     run.start()
     try:
         running = wait_for(lambda: _running(slot), 120, "the run to start on a node")
+        assert ray_cluster.kinds[running.node_id] == KINDS[0]
         ray_cluster.remove(running.node_id)
         run.join(240)
         (report,) = reports
@@ -146,6 +150,8 @@ def test_a_node_lost_mid_run_is_retried_once_on_the_other_node(
         assert report.placement["node_id"] in ray_cluster.worker_ids()  # the survivor
         (note,) = [line for line in notes if "lost node" in line]
         assert "retrying it once" in note and "\n" not in note
+        assert any(f"no longer held to {KINDS[0]} GPUs" in line for line in notes), notes
+        assert executor.accelerator_type == KINDS[1] == report.placement["accelerator_type"]
         executor.close()
         assert wait_for(lambda: not session_processes(), 30, "the lost run's judge to be killed")
     finally:
