@@ -48,8 +48,11 @@ def _attempt(record: dict) -> str:
     placed = f"cpus {cpus.get('calibration', '?')} → {cpus.get('timed', '?')}" if cpus else ""
     verdict = "ok" if record.get("ok") else "FAIL"
     window = ms(stretch.get("window"))
-    count = record.get("do_nothing_beside") or 0
-    beside = f"{count} do-nothing beside + {ms(base.get('fresh_ns'))}; " if count else ""
+    count, beside_ns = record.get("do_nothing_beside") or 0, record.get("beside_ns") or {}
+    beside = ""
+    if count:
+        ran = ", ".join(f"{phase} {ms(beside_ns.get(phase))}" for phase in ("prepare", "inspect"))
+        beside = f"{count} do-nothing beside ({ran}), taken out {ms(base.get('fresh_ns'))}; "
     return f"{verdict} share {_share(record):.2f}; {phases}, window + {window}; {beside}{placed}"
 
 

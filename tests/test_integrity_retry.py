@@ -173,6 +173,7 @@ def test_an_honest_harness_slowed_beside_the_candidate_passes_without_a_retry():
     assert referee.do_nothing_cycles == [beside] and beside > 0
     assert outcome.integrity["do_nothing_beside"] == beside
     assert outcome.integrity["baseline"]["fresh_ns"] == 2.5 * MS
+    assert outcome.integrity["beside_ns"]["harness"] == 5.5 * MS  # their median whole cycle
     assert abs(outcome.integrity["unaccounted_ns"] - 6.0 * MS) < 1e3
 
 
@@ -199,6 +200,9 @@ def test_do_nothing_cycles_beside_raise_the_baseline_by_at_most_its_cap():
     assert outcome.status == "fail" and outcome.gate == "integrity"
     raised = outcome.integrity["baseline"]["fresh_ns"]
     assert raised == (FRESH_CAP - 1.0) * BASELINE.cycle_ns
+    assert "do-nothing cycles beside its own ran +20.000 ms, 3.000 ms of it taken out" in (
+        outcome.reason
+    )
     assert abs(outcome.integrity["unaccounted_ns"] - (20.0 * MS - raised)) < 1e3
 
 

@@ -323,13 +323,21 @@ def fresh_baseline(calibrated: CycleBaseline, fresh: Sequence[Cycle]) -> CycleBa
         return calibrated
     cycle = max(calibrated.cycle_ns, 0.0)
     beyond = statistics.median(c.harness_ns for c in fresh) - cycle
-    return dataclasses.replace(
-        calibrated,
-        fresh_ns=min(max(beyond, 0.0), (FRESH_CAP - 1.0) * cycle),
-        prepare_ns=statistics.median(c.prepare_ns for c in fresh),
-        inspect_ns=statistics.median(c.inspect_ns for c in fresh),
-        cpus=tuple(sorted({c.cpu for c in fresh})),
-    )
+    raised = min(max(beyond, 0.0), (FRESH_CAP - 1.0) * cycle)
+    return dataclasses.replace(calibrated, fresh_ns=raised)
+
+
+def beside_phases(fresh: Sequence[Cycle]) -> dict[str, float]:
+    """Medians of the do-nothing cycles run beside the candidate's (ns): their preparation and
+    inspection, to set beside the calibration's and the candidate's, and their whole harness
+    cost, which `fresh_baseline` weighs; empty without any."""
+    if not fresh:
+        return {}
+    return {
+        "prepare": statistics.median(c.prepare_ns for c in fresh),
+        "inspect": statistics.median(c.inspect_ns for c in fresh),
+        "harness": statistics.median(c.harness_ns for c in fresh),
+    }
 
 
 def window_waits_ns(cycles: Sequence[Cycle]) -> dict[str, float]:

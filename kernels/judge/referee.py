@@ -38,6 +38,7 @@ from qrsup.kernels.judge.integrity import (
     CycleBaseline,
     IntegrityVerdict,
     Tolerance,
+    beside_phases,
     cpu_excess_by_kind,
     excusal_by_kind,
     export_cost_ns,
@@ -468,8 +469,7 @@ class Referee:
             "first_attempt": first_attempt,
         }
         if not verdict.ok:
-            where = where_it_stretched(record["stretch_ns"])
-            reason = f"{verdict.reason} ({len(cycles)} repetitions; {where})"
+            reason = f"{verdict.reason} ({len(cycles)} repetitions; {attempt.where_it_stretched()})"
             outcome.fail("fail", reason, "integrity")
 
     def _audit_due(self, outcome: SpecOutcome) -> bool:
@@ -608,11 +608,25 @@ class _Attempt:
             **verdict.to_dict(),
             "baseline": asdict(baseline),
             "do_nothing_beside": len(self.beside),
+            "beside_ns": beside_phases(self.beside),
             "stretch_ns": stretch_by_phase(self.cycles, baseline),
             "cpu_excess_ns": cpu_excess_by_kind(self.cycles),
             "excusal": excusal_by_kind(self.cycles),
             "cpus": placement(self.cycles, baseline),
         }
+
+    def where_it_stretched(self) -> str:
+        """Where its cycles ran beyond the calibration, and what do-nothing cycles beside them
+        ran beyond it, and how much of that was taken out (`fresh_baseline`)."""
+        said = where_it_stretched(stretch_by_phase(self.cycles, self.calibrated))
+        if not self.beside:
+            return said
+        ran = beside_phases(self.beside)["harness"] - self.calibrated.cycle_ns
+        taken = self.baseline.fresh_ns
+        return (
+            f"{said}; {len(self.beside)} do-nothing cycles beside its own ran "
+            f"{ran / 1e6:+.3f} ms, {taken / 1e6:.3f} ms of it taken out"
+        )
 
 
 def take_export(area: ExportArea, spec: Spec, count: int, device: torch.device) -> torch.Tensor:
