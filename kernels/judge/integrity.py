@@ -327,29 +327,33 @@ def fresh_baseline(calibrated: CycleBaseline, fresh: Sequence[Cycle]) -> CycleBa
     return dataclasses.replace(calibrated, fresh_ns=raised)
 
 
+def medians(cycles: Sequence[Cycle], **fields: str) -> dict[str, float]:
+    """The median over `cycles` of each named field (name → Cycle attribute); empty without
+    any cycle."""
+    if not cycles:
+        return {}
+    return {
+        name: statistics.median(getattr(c, attribute) for c in cycles)
+        for name, attribute in fields.items()
+    }
+
+
 def beside_phases(fresh: Sequence[Cycle]) -> dict[str, float]:
     """Medians of the do-nothing cycles run beside the candidate's (ns): their preparation and
     inspection, to set beside the calibration's and the candidate's, and their whole harness
-    cost, which `fresh_baseline` weighs; empty without any."""
-    if not fresh:
-        return {}
-    return {
-        "prepare": statistics.median(c.prepare_ns for c in fresh),
-        "inspect": statistics.median(c.inspect_ns for c in fresh),
-        "harness": statistics.median(c.harness_ns for c in fresh),
-    }
+    cost, which `fresh_baseline` weighs."""
+    return medians(fresh, prepare="prepare_ns", inspect="inspect_ns", harness="harness_ns")
 
 
 def window_waits_ns(cycles: Sequence[Cycle]) -> dict[str, float]:
     """Medians of the waits for a CPU in the window: the referee's and the contestant's excused,
     and the contestant's while launching, which is not."""
-    if not cycles:
-        return {}
-    return {
-        "referee": statistics.median(c.window_wait_ns for c in cycles),
-        "contestant": statistics.median(c.contestant_excused_wait_ns for c in cycles),
-        "contestant_launching": statistics.median(c.contestant_launching_wait_ns for c in cycles),
-    }
+    return medians(
+        cycles,
+        referee="window_wait_ns",
+        contestant="contestant_excused_wait_ns",
+        contestant_launching="contestant_launching_wait_ns",
+    )
 
 
 def spread_ns(values: Sequence[float]) -> float:
