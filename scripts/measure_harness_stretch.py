@@ -8,7 +8,9 @@ candidate's, then do-nothing cycles again, and times each harness step in each. 
 only beside the candidate's calls points at what its calls leave behind; one slower in the last
 do-nothing cycles too, at what loading it changed in the process. Do-nothing cycles whose window
 waits `--wait-ms` on the device (a sleep kernel, as long as the candidate's work) tell whether
-waiting for the device there is what slows the steps after it.
+waiting for the device there is what slows the steps after it. Last (`alt:`), the candidate's
+cycles with a do-nothing cycle after every second, as the judge times a near miss: whether
+do-nothing cycles beside the candidate's share their stretch, which the judge counts on.
 
 `python scripts/measure_harness_stretch.py FILE [--shape 20x32] [--case dense] [--cond 1]
 [--count 50] [--cycles 30] [--wait-ms 1.7] [--gap-ms 0.2]`
@@ -76,13 +78,16 @@ def run_cycles(
     spec: dict,
     count: int,
     cycles: int,
-    calibrate: bool,
+    pattern: tuple[bool, ...],
     gap_s: float,
-) -> Timings:
+) -> dict[bool, Timings]:
     """`cycles` repetitions of prepare → go → inspect, each exchange timed whole, `gap_s`
-    apart: the referee's own work between exchanges, during which the device idles."""
-    phases: Timings = defaultdict(list)
+    apart (the referee's own work between exchanges, during which the device idles); each
+    cycle does nothing or calls the candidate as `pattern` says in turn (True: do nothing).
+    The exchanges' times, by kind of cycle."""
+    phases: dict[bool, Timings] = {kind: defaultdict(list) for kind in set(pattern)}
     for cycle in range(cycles):
+        calibrate = pattern[cycle % len(pattern)]
         seeds = [1_000_003 * cycle + i for i in range(count)]
         messages = (
             ("prepare", {"spec": spec, "seeds": seeds}),
@@ -91,9 +96,9 @@ def run_cycles(
         )
         for name, message in messages:
             time.sleep(gap_s)
-            start = time.perf_counter()
+            start = time.perf_counter_ns()
             reply = getattr(contestant, name)(message)
-            phases[name].append((time.perf_counter() - start) * 1e3)
+            phases[calibrate][name].append((time.perf_counter_ns() - start) / 1e6)
             if not reply.get("ok") or reply.get("problems"):
                 raise SystemExit(f"{name} refused: {reply}")
     return phases
@@ -129,12 +134,15 @@ def main() -> None:
     contestant = harness.Contestant(device)
     table: dict[str, dict[str, float]] = {}
     waiting = f"waits {args.wait_ms:g} ms"
-    for label, calibrate, load, wait_ms in (
-        ("do-nothing before", True, False, 0.0),
-        (waiting, True, False, args.wait_ms),
-        ("candidate", False, True, 0.0),
-        ("do-nothing after", True, False, 0.0),
-        (f"{waiting} after", True, False, args.wait_ms),
+    # The judge's beside cycles: a do-nothing cycle after every second of the candidate's.
+    beside = (False, False, True)
+    for label, pattern, load, wait_ms in (
+        ("do-nothing before", (True,), False, 0.0),
+        (waiting, (True,), False, args.wait_ms),
+        ("candidate", (False,), True, 0.0),
+        ("do-nothing after", (True,), False, 0.0),
+        (f"{waiting} after", (True,), False, args.wait_ms),
+        ("alt", beside, False, 0.0),
     ):
         wait["ms"] = wait_ms
         if load:
@@ -143,11 +151,15 @@ def main() -> None:
                 raise SystemExit(f"load refused: {reply}")
         steps.clear()
         gap_s = args.gap_ms / 1e3
-        phases = run_cycles(contestant, spec, args.count, args.cycles, calibrate, gap_s)
-        medians = {name: statistics.median(values) for name, values in phases.items()}
-        # Steps summed per cycle (a step may run several times in one), then their median.
-        per_cycle = {name: sum(values) / args.cycles for name, values in steps.items()}
-        table[label] = medians | per_cycle
+        phases = run_cycles(contestant, spec, args.count, args.cycles, pattern, gap_s)
+        for calibrate, timed in phases.items():
+            medians = {name: statistics.median(values) for name, values in timed.items()}
+            if len(phases) > 1:  # the alternating cycles, shown by kind: exchanges alone
+                table[f"{label}: {'do-nothing' if calibrate else 'candidate'}"] = medians
+                continue
+            # Steps summed per cycle (a step may run several times in one), then their median.
+            per_cycle = {name: sum(values) / args.cycles for name, values in steps.items()}
+            table[label] = medians | per_cycle
     labels = list(table)
     print(f"{batch}x{n} {args.case} c{args.cond:g}, {args.count} inputs per cycle, {device}")
     print(f"{'ms per cycle':28}" + "".join(f"{label:>19}" for label in labels))
