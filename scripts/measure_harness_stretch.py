@@ -28,6 +28,7 @@ from pathlib import Path
 import torch
 from qrsup.kernels.judge import contestant as harness
 from qrsup.kernels.judge.harness_watch import HarnessWatch
+from qrsup.kernels.judge.referee import BESIDE_EVERY
 
 Timings = dict[str, list[float]]
 
@@ -134,8 +135,8 @@ def main() -> None:
     contestant = harness.Contestant(device)
     table: dict[str, dict[str, float]] = {}
     waiting = f"waits {args.wait_ms:g} ms"
-    # The judge's beside cycles: a do-nothing cycle after every second of the candidate's.
-    beside = (False, False, True)
+    # The judge's beside cycles: a do-nothing cycle after every BESIDE_EVERY of the candidate's.
+    beside = (False,) * BESIDE_EVERY + (True,)
     for label, pattern, load, wait_ms in (
         ("do-nothing before", (True,), False, 0.0),
         (waiting, (True,), False, args.wait_ms),
@@ -164,7 +165,8 @@ def main() -> None:
     print(f"{batch}x{n} {args.case} c{args.cond:g}, {args.count} inputs per cycle, {device}")
     print(f"{'ms per cycle':28}" + "".join(f"{label:>19}" for label in labels))
     for row in dict.fromkeys(name for label in labels for name in table[label]):
-        print(f"{row:28}" + "".join(f"{table[label].get(row, 0.0):19.3f}" for label in labels))
+        cells = (table[label].get(row) for label in labels)  # the alt: columns time no steps
+        print(f"{row:28}" + "".join("—".rjust(19) if v is None else f"{v:19.3f}" for v in cells))
 
 
 if __name__ == "__main__":

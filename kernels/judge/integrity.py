@@ -322,7 +322,7 @@ def fresh_baseline(calibrated: CycleBaseline, fresh: Sequence[Cycle]) -> CycleBa
     if not fresh:
         return calibrated
     cycle = max(calibrated.cycle_ns, 0.0)
-    beyond = statistics.median(c.harness_ns for c in fresh) - cycle
+    beyond = beside_phases(fresh)["harness"] - cycle
     raised = min(max(beyond, 0.0), (FRESH_CAP - 1.0) * cycle)
     return dataclasses.replace(calibrated, fresh_ns=raised)
 
