@@ -68,6 +68,8 @@ def _quantiles(values: list[float]) -> str:
 def main(names: list[str]) -> None:
     if not names:
         sys.exit(__doc__.strip().splitlines()[-1])
+    if missing := [name for name in names if not Path(name).exists()]:
+        sys.exit(f"no such file or folder: {', '.join(missing)}")
     census = preparations(reports(names))
     print(f"{'device':<24}{'spec':<24}{'n':>5}  calibrated p10/50/90  timed p10/50/90  ≥{SLOW}×")
     for (device, label), pairs in sorted(census.items()):
