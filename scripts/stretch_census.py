@@ -19,6 +19,8 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+from window_waits import as_report
+
 SLOW = 1.4
 
 Key = tuple[str, str]  # device, spec label
@@ -33,8 +35,8 @@ def reports(names: list[str]) -> list[dict]:
             data = json.loads(path.read_text())
         except (OSError, ValueError):
             continue
-        report = data.get("report", data) if isinstance(data, dict) else None
-        if isinstance(report, dict) and isinstance(report.get("specs"), list):
+        report = as_report(data)
+        if report is not None:
             found.append(report)
     return found
 

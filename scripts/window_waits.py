@@ -21,15 +21,23 @@ from collections.abc import Callable
 from pathlib import Path
 
 
+def as_report(data: object) -> dict | None:
+    """The judge report in a file's parsed JSON (`qrsup bench --json` wraps it), or None."""
+    if isinstance(data, dict) and isinstance(data.get("report"), dict):
+        data = data["report"]
+    if isinstance(data, dict) and {"verdict", "specs"} <= data.keys():
+        return data
+    return None
+
+
 def load_report(path: Path) -> dict:
-    """The judge report in `path` (`qrsup bench --json` wraps it), or a one-line exit."""
+    """The judge report in `path`, or a one-line exit."""
     try:
-        report = json.loads(path.read_text())
+        data = json.loads(path.read_text())
     except (OSError, ValueError) as error:
         raise SystemExit(f"{path}: cannot read it ({type(error).__name__}: {error})") from None
-    if isinstance(report, dict) and isinstance(report.get("report"), dict):
-        report = report["report"]
-    if not isinstance(report, dict) or not {"verdict", "specs"} <= report.keys():
+    report = as_report(data)
+    if report is None:
         raise SystemExit(f"{path}: not a judge report (no verdict and specs)")
     return report
 
