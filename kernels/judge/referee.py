@@ -469,7 +469,7 @@ class Referee:
             "first_attempt": first_attempt,
         }
         if not verdict.ok:
-            reason = f"{verdict.reason} ({len(cycles)} repetitions; {attempt.where_it_stretched()})"
+            reason = f"{verdict.reason} ({len(cycles)} repetitions; {_where_it_ran(record)})"
             outcome.fail("fail", reason, "integrity")
 
     def _audit_due(self, outcome: SpecOutcome) -> bool:
@@ -615,18 +615,21 @@ class _Attempt:
             "cpus": placement(self.cycles, baseline),
         }
 
-    def where_it_stretched(self) -> str:
-        """Where its cycles ran beyond the calibration, and what do-nothing cycles beside them
-        ran beyond it, and how much of that was taken out (`fresh_baseline`)."""
-        said = where_it_stretched(stretch_by_phase(self.cycles, self.calibrated))
-        if not self.beside:
-            return said
-        ran = beside_phases(self.beside)["harness"] - self.calibrated.cycle_ns
-        taken = self.baseline.fresh_ns
-        return (
-            f"{said}; {len(self.beside)} do-nothing cycles beside its own ran "
-            f"{ran / 1e6:+.3f} ms, {taken / 1e6:.3f} ms of it taken out"
-        )
+
+def _where_it_ran(record: dict) -> str:
+    """Where an attempt's cycles ran beyond the calibration, what the do-nothing cycles beside
+    them ran beyond it, and how much of that was taken out (`fresh_baseline`): read from the
+    attempt's record, which has just computed each."""
+    said = where_it_stretched(record["stretch_ns"])
+    beside = record["do_nothing_beside"]
+    if not beside:
+        return said
+    baseline = record["baseline"]  # the calibration, with only fresh_ns raised
+    ran = record["beside_ns"]["harness"] - baseline["cycle_ns"]
+    return (
+        f"{said}; {beside} do-nothing cycles beside its own ran "
+        f"{ran / 1e6:+.3f} ms, {baseline['fresh_ns'] / 1e6:.3f} ms of it taken out"
+    )
 
 
 def take_export(area: ExportArea, spec: Spec, count: int, device: torch.device) -> torch.Tensor:
